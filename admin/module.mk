@@ -1,0 +1,1 @@
+# admin/module.mk -- presto (the operator's command) and presto-admind.

@@ -1,0 +1,1 @@
+# nfsd/module.mk -- presto-nfsd.
