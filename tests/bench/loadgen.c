@@ -1,0 +1,1028 @@
+/*
+ * loadgen.c -- NFSv3 load generator for the benchmark (`make bench`).
+ *
+ *   loadgen -H host -n nfsport -m mountport -e /export [-c conns] [-d depth]
+ *           [-t seconds] [-w warmup] [-o op[,op..]] [-l label] [-k]
+ *
+ * Opens C TCP connections straight to the given NFS port (no rpcbind: the
+ * ports come from the command line), mounts the export once over MOUNT v3 on
+ * the mount port for the root file handle, and keeps D requests in flight on
+ * every connection: as soon as a reply arrives its slot sends the next
+ * request. For each op it runs a warm-up, then a time-bounded window; a reply
+ * that arrives inside the window counts as one operation and its latency
+ * (from queueing the call to the reply's callback, CLOCK_MONOTONIC) goes
+ * into a log-linear histogram (64 sub-buckets per power of two, so a
+ * percentile is exact to within 1/64 of its value).
+ *
+ * Ops: null, getattr (of the root), lookup (cycling over 64 names),
+ * read and write (4 KiB at a random 4 KiB-aligned offset of a 1 MiB file of
+ * each connection; write asks FILE_SYNC), create (a CREATE UNCHECKED of a name
+ * of the slot, then the REMOVE of it: one pair is one operation).
+ * What an op needs is set up before it runs and removed at the end (-k keeps
+ * it).
+ *
+ * Every reply's status is checked: an RPC failure, an NFS error or a reply
+ * that is short (READ/WRITE count) or less stable than asked (WRITE) counts
+ * as an error, never as a timed success; the first error is reported.
+ *
+ * Output: one JSON object per op on stdout, one human line per op on stderr.
+ * Exit status 0 when every op ran (errors are in the JSON), 1 when set-up
+ * failed or a connection died, 2 on bad usage.
+ *
+ * Design: one thread and one poll() over every rpc_context of libnfs's raw
+ * async API. The client shares the machine with the server, so it must stay
+ * cheap: no threads to wake, no copies besides libnfs's own. Requests are
+ * sent from the reply callbacks, which libnfs allows.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nfsc/libnfs.h>
+#include <nfsc/libnfs-raw.h>
+#include <nfsc/libnfs-raw-mount.h>
+#include <nfsc/libnfs-raw-nfs.h>
+
+#define LOADGEN_IO_SIZE 4096
+#define LOADGEN_FILE_SIZE (1024 * 1024)
+#define LOADGEN_SETUP_CHUNK (32 * 1024)
+#define LOADGEN_NAMES 64
+#define LOADGEN_MAX_CONNS 256
+#define LOADGEN_MAX_DEPTH 1024
+#define LOADGEN_SYNC_TIMEOUT_NS (30 * 1000000000ull)
+#define LOADGEN_DRAIN_NS (10 * 1000000000ull)
+/* histogram: values < 64 ns exact, then 64 sub-buckets per power of two */
+#define LOADGEN_SUB_BITS 6
+#define LOADGEN_SUB (1 << LOADGEN_SUB_BITS)
+#define LOADGEN_BUCKETS (LOADGEN_SUB + (64 - LOADGEN_SUB_BITS) * LOADGEN_SUB)
+
+enum loadgen_op {
+	LOADGEN_NULL,
+	LOADGEN_GETATTR,
+	LOADGEN_LOOKUP,
+	LOADGEN_READ,
+	LOADGEN_WRITE,
+	LOADGEN_CREATE,
+	LOADGEN_NOPS
+};
+
+static const char *const loadgen_op_names[LOADGEN_NOPS] = {
+	[LOADGEN_NULL] = "null",
+	[LOADGEN_GETATTR] = "getattr",
+	[LOADGEN_LOOKUP] = "lookup",
+	[LOADGEN_READ] = "read",
+	[LOADGEN_WRITE] = "write",
+	[LOADGEN_CREATE] = "create",
+};
+
+struct loadgen_conn;
+
+/* One request slot: at most one request (or CREATE+REMOVE pair) at a time. */
+struct loadgen_slot {
+	struct loadgen_conn *conn;
+	uint64_t t_start;
+	char name[64];		/* CREATE+REMOVE name of this slot */
+};
+
+struct loadgen_conn {
+	struct rpc_context *rpc;
+	int idx;
+	int dead;
+	uint64_t rand;		/* xorshift64 state */
+	unsigned lookup_next;
+	nfs_fh3 file;		/* this connection's data file */
+	char file_name[64];
+	struct loadgen_slot *slots;
+};
+
+/* The state of the op being measured. */
+struct loadgen_run {
+	enum loadgen_op op;
+	uint64_t measure_start;	/* ns, CLOCK_MONOTONIC */
+	uint64_t measure_end;
+	uint64_t ops;		/* replies inside the window */
+	uint64_t errors;	/* failed replies, any time */
+	uint64_t hist[LOADGEN_BUCKETS];
+	uint64_t lat_max;
+	double lat_sum;
+	char first_error[256];
+};
+
+static struct {
+	const char *host;
+	int nfs_port;
+	int mount_port;
+	const char *export;
+	const char *label;
+	int conns;
+	int depth;
+	double seconds;
+	double warmup;
+	int keep;
+} cfg = {
+	.host = "127.0.0.1",
+	.export = "/",
+	.label = "",
+	.conns = 4,
+	.depth = 16,
+	.seconds = 5,
+	.warmup = 1,
+};
+
+static nfs_fh3 root_fh;
+static char lookup_names[LOADGEN_NAMES][64];
+static char write_buf[LOADGEN_IO_SIZE];
+static struct loadgen_conn *conns;
+static struct loadgen_run run;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t conn_rand(struct loadgen_conn *c)
+{
+	uint64_t x = c->rand;
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	c->rand = x;
+	return x;
+}
+
+static const char *nfsstat_name(int st)
+{
+	switch (st) {
+	case NFS3ERR_PERM: return "NFS3ERR_PERM";
+	case NFS3ERR_NOENT: return "NFS3ERR_NOENT";
+	case NFS3ERR_IO: return "NFS3ERR_IO";
+	case NFS3ERR_NXIO: return "NFS3ERR_NXIO";
+	case NFS3ERR_ACCES: return "NFS3ERR_ACCES";
+	case NFS3ERR_EXIST: return "NFS3ERR_EXIST";
+	case NFS3ERR_NOTDIR: return "NFS3ERR_NOTDIR";
+	case NFS3ERR_ISDIR: return "NFS3ERR_ISDIR";
+	case NFS3ERR_INVAL: return "NFS3ERR_INVAL";
+	case NFS3ERR_FBIG: return "NFS3ERR_FBIG";
+	case NFS3ERR_NOSPC: return "NFS3ERR_NOSPC";
+	case NFS3ERR_ROFS: return "NFS3ERR_ROFS";
+	case NFS3ERR_NAMETOOLONG: return "NFS3ERR_NAMETOOLONG";
+	case NFS3ERR_STALE: return "NFS3ERR_STALE";
+	case NFS3ERR_BADHANDLE: return "NFS3ERR_BADHANDLE";
+	case NFS3ERR_NOTSUPP: return "NFS3ERR_NOTSUPP";
+	case NFS3ERR_SERVERFAULT: return "NFS3ERR_SERVERFAULT";
+	case NFS3ERR_JUKEBOX: return "NFS3ERR_JUKEBOX";
+	default: return "NFS3ERR_?";
+	}
+}
+
+/* ---- histogram ---- */
+
+static unsigned hist_index(uint64_t v)
+{
+	unsigned e;
+
+	if (v < LOADGEN_SUB)
+		return (unsigned)v;
+	e = 63 - (unsigned)__builtin_clzll(v);	/* e >= LOADGEN_SUB_BITS */
+	return LOADGEN_SUB + (e - LOADGEN_SUB_BITS) * LOADGEN_SUB +
+	    (unsigned)((v >> (e - LOADGEN_SUB_BITS)) - LOADGEN_SUB);
+}
+
+/* hist_value -- the middle of bucket i, in ns */
+static double hist_value(unsigned i)
+{
+	unsigned e, sub;
+	double lo, width;
+
+	if (i < LOADGEN_SUB)
+		return i;
+	e = (i - LOADGEN_SUB) / LOADGEN_SUB + LOADGEN_SUB_BITS;
+	sub = (i - LOADGEN_SUB) % LOADGEN_SUB;
+	width = (double)(1ull << (e - LOADGEN_SUB_BITS));
+	lo = (double)(LOADGEN_SUB + sub) * width;
+	return lo + width / 2;
+}
+
+/* hist_percentile -- latency in ns below which fraction p of the ops fall */
+static double hist_percentile(const uint64_t *h, uint64_t n, double p)
+{
+	uint64_t want, seen = 0;
+	unsigned i;
+
+	if (n == 0)
+		return 0;
+	want = (uint64_t)(p * (double)n);
+	if ((double)want < p * (double)n)
+		want++;
+	if (want == 0)
+		want = 1;
+	for (i = 0; i < LOADGEN_BUCKETS; i++) {
+		seen += h[i];
+		if (seen >= want)
+			return hist_value(i);
+	}
+	return hist_value(LOADGEN_BUCKETS - 1);
+}
+
+/* ---- the measured run ---- */
+
+static void run_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	run.errors++;
+	if (run.first_error[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(run.first_error, sizeof(run.first_error), fmt, ap);
+	va_end(ap);
+}
+
+/* rpc_failed -- true (and an error counted) when the RPC itself failed */
+static int rpc_failed(int status, void *data, const char *what)
+{
+	if (status == RPC_STATUS_SUCCESS)
+		return 0;
+	run_error("%s: RPC %s: %s", what,
+	    status == RPC_STATUS_CANCEL ? "cancelled" :
+	    status == RPC_STATUS_TIMEOUT ? "timed out" : "failed",
+	    status == RPC_STATUS_ERROR && data ? (char *)data : "");
+	return 1;
+}
+
+static int nfs_failed(int st, const char *what)
+{
+	if (st == NFS3_OK)
+		return 0;
+	run_error("%s: %s (%d)", what, nfsstat_name(st), st);
+	return 1;
+}
+
+static void slot_send(struct loadgen_slot *s);
+
+/* slot_done -- a request (or pair) of slot s ended; ok: it succeeded */
+static void slot_done(struct loadgen_slot *s, int ok)
+{
+	uint64_t t = now_ns(), lat;
+
+	if (ok && t >= run.measure_start && t <= run.measure_end) {
+		lat = t - s->t_start;
+		run.ops++;
+		run.hist[hist_index(lat)]++;
+		run.lat_sum += (double)lat;
+		if (lat > run.lat_max)
+			run.lat_max = lat;
+	}
+	if (t < run.measure_end && !s->conn->dead)
+		slot_send(s);
+}
+
+static void null_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	(void)rpc;
+	slot_done(private_data, !rpc_failed(status, data, "NULL"));
+}
+
+static void getattr_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	GETATTR3res *res = data;
+	int ok = 0;
+
+	(void)rpc;
+	if (!rpc_failed(status, data, "GETATTR"))
+		ok = !nfs_failed(res->status, "GETATTR");
+	slot_done(private_data, ok);
+}
+
+static void lookup_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	LOOKUP3res *res = data;
+	int ok = 0;
+
+	(void)rpc;
+	if (!rpc_failed(status, data, "LOOKUP"))
+		ok = !nfs_failed(res->status, "LOOKUP");
+	slot_done(private_data, ok);
+}
+
+static void read_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	READ3res *res = data;
+	int ok = 0;
+
+	(void)rpc;
+	if (!rpc_failed(status, data, "READ") &&
+	    !nfs_failed(res->status, "READ")) {
+		if (res->READ3res_u.resok.count != LOADGEN_IO_SIZE)
+			run_error("READ: short read of %u bytes",
+			    res->READ3res_u.resok.count);
+		else
+			ok = 1;
+	}
+	slot_done(private_data, ok);
+}
+
+static void write_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	WRITE3res *res = data;
+	int ok = 0;
+
+	(void)rpc;
+	if (!rpc_failed(status, data, "WRITE") &&
+	    !nfs_failed(res->status, "WRITE")) {
+		if (res->WRITE3res_u.resok.count != LOADGEN_IO_SIZE)
+			run_error("WRITE: short write of %u bytes",
+			    res->WRITE3res_u.resok.count);
+		else if (res->WRITE3res_u.resok.committed != FILE_SYNC)
+			run_error("WRITE: FILE_SYNC asked, committed=%d",
+			    (int)res->WRITE3res_u.resok.committed);
+		else
+			ok = 1;
+	}
+	slot_done(private_data, ok);
+}
+
+static void remove_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	REMOVE3res *res = data;
+	int ok = 0;
+
+	(void)rpc;
+	if (!rpc_failed(status, data, "REMOVE"))
+		ok = !nfs_failed(res->status, "REMOVE");
+	slot_done(private_data, ok);
+}
+
+static void create_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	struct loadgen_slot *s = private_data;
+	CREATE3res *res = data;
+	REMOVE3args a;
+
+	if (rpc_failed(status, data, "CREATE") ||
+	    nfs_failed(res->status, "CREATE")) {
+		slot_done(s, 0);
+		return;
+	}
+	memset(&a, 0, sizeof(a));
+	a.object.dir = root_fh;
+	a.object.name = s->name;
+	if (rpc_nfs3_remove_async(rpc, remove_cb, &a, s) != 0) {
+		run_error("REMOVE: cannot queue: %s", rpc_get_error(rpc));
+		s->conn->dead = 1;
+	}
+}
+
+/* slot_send -- queue the next request of slot s */
+static void slot_send(struct loadgen_slot *s)
+{
+	struct loadgen_conn *c = s->conn;
+	struct rpc_context *rpc = c->rpc;
+	int rc = -1;
+
+	s->t_start = now_ns();
+	switch (run.op) {
+	case LOADGEN_NULL:
+		rc = rpc_nfs3_null_async(rpc, null_cb, s);
+		break;
+	case LOADGEN_GETATTR: {
+		GETATTR3args a = { .object = root_fh };
+
+		rc = rpc_nfs3_getattr_async(rpc, getattr_cb, &a, s);
+		break;
+	}
+	case LOADGEN_LOOKUP: {
+		LOOKUP3args a;
+
+		a.what.dir = root_fh;
+		a.what.name = lookup_names[c->lookup_next++ % LOADGEN_NAMES];
+		rc = rpc_nfs3_lookup_async(rpc, lookup_cb, &a, s);
+		break;
+	}
+	case LOADGEN_READ: {
+		READ3args a;
+
+		a.file = c->file;
+		a.offset = (conn_rand(c) % (LOADGEN_FILE_SIZE / LOADGEN_IO_SIZE)) *
+		    LOADGEN_IO_SIZE;
+		a.count = LOADGEN_IO_SIZE;
+		rc = rpc_nfs3_read_async(rpc, read_cb, &a, s);
+		break;
+	}
+	case LOADGEN_WRITE: {
+		WRITE3args a;
+
+		a.file = c->file;
+		a.offset = (conn_rand(c) % (LOADGEN_FILE_SIZE / LOADGEN_IO_SIZE)) *
+		    LOADGEN_IO_SIZE;
+		a.count = LOADGEN_IO_SIZE;
+		a.stable = FILE_SYNC;
+		a.data.data_len = LOADGEN_IO_SIZE;
+		a.data.data_val = write_buf;
+		rc = rpc_nfs3_write_async(rpc, write_cb, &a, s);
+		break;
+	}
+	case LOADGEN_CREATE: {
+		CREATE3args a;
+
+		memset(&a, 0, sizeof(a));
+		a.where.dir = root_fh;
+		a.where.name = s->name;
+		a.how.mode = UNCHECKED;
+		a.how.createhow3_u.obj_attributes.mode.set_it = 1;
+		a.how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = 0644;
+		rc = rpc_nfs3_create_async(rpc, create_cb, &a, s);
+		break;
+	}
+	case LOADGEN_NOPS:
+		break;
+	}
+	if (rc != 0) {
+		run_error("%s: cannot queue: %s", loadgen_op_names[run.op],
+		    rpc_get_error(rpc));
+		c->dead = 1;
+	}
+}
+
+static int conns_busy(void)
+{
+	int i;
+
+	for (i = 0; i < cfg.conns; i++)
+		if (!conns[i].dead && rpc_queue_length(conns[i].rpc) > 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * run_op -- warm up, measure and drain one op on every connection.
+ * Returns 0, or -1 when a connection died or replies did not come back.
+ */
+static int run_op(enum loadgen_op op)
+{
+	struct pollfd pfd[LOADGEN_MAX_CONNS];
+	uint64_t t0, t;
+	int i, j, n;
+
+	memset(&run, 0, sizeof(run));
+	run.op = op;
+	t0 = now_ns();
+	run.measure_start = t0 + (uint64_t)(cfg.warmup * 1e9);
+	run.measure_end = run.measure_start + (uint64_t)(cfg.seconds * 1e9);
+	for (i = 0; i < cfg.conns; i++)
+		for (j = 0; j < cfg.depth; j++)
+			slot_send(&conns[i].slots[j]);
+
+	for (;;) {
+		t = now_ns();
+		if (t >= run.measure_end && !conns_busy())
+			break;
+		if (t >= run.measure_end + LOADGEN_DRAIN_NS) {
+			run_error("%s: replies missing %.0f s after the end",
+			    loadgen_op_names[op], LOADGEN_DRAIN_NS / 1e9);
+			return -1;
+		}
+		n = 0;
+		for (i = 0; i < cfg.conns; i++) {
+			if (conns[i].dead)
+				continue;
+			pfd[n].fd = rpc_get_fd(conns[i].rpc);
+			pfd[n].events = (short)rpc_which_events(conns[i].rpc);
+			pfd[n].revents = 0;
+			n++;
+		}
+		if (n == 0) {
+			run_error("%s: every connection is lost",
+			    loadgen_op_names[op]);
+			return -1;
+		}
+		if (poll(pfd, (nfds_t)n, 10) < 0 && errno != EINTR) {
+			run_error("poll: %s", strerror(errno));
+			return -1;
+		}
+		n = 0;
+		for (i = 0; i < cfg.conns; i++) {
+			struct loadgen_conn *c = &conns[i];
+
+			if (c->dead)
+				continue;
+			if (pfd[n].revents &&
+			    rpc_service(c->rpc, pfd[n].revents) < 0) {
+				run_error("connection %d: %s", i,
+				    rpc_get_error(c->rpc));
+				c->dead = 1;
+			}
+			n++;
+		}
+	}
+	for (i = 0; i < cfg.conns; i++)
+		if (conns[i].dead)
+			return -1;
+	return 0;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void report(enum loadgen_op op, int failed)
+{
+	double ops_s = cfg.seconds > 0 ? (double)run.ops / cfg.seconds : 0;
+	double p50 = hist_percentile(run.hist, run.ops, 0.50) / 1e3;
+	double p99 = hist_percentile(run.hist, run.ops, 0.99) / 1e3;
+	double p999 = hist_percentile(run.hist, run.ops, 0.999) / 1e3;
+	double mean = run.ops ? run.lat_sum / (double)run.ops / 1e3 : 0;
+
+	printf("{\"label\":");
+	json_string(stdout, cfg.label);
+	printf(",\"op\":\"%s\",\"host\":", loadgen_op_names[op]);
+	json_string(stdout, cfg.host);
+	printf(",\"export\":");
+	json_string(stdout, cfg.export);
+	printf(",\"conns\":%d,\"depth\":%d,\"warmup_s\":%g,\"seconds\":%g,"
+	    "\"ops\":%" PRIu64 ",\"ops_per_s\":%.1f,\"mean_us\":%.1f,"
+	    "\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f,"
+	    "\"errors\":%" PRIu64 ",\"failed\":%s,\"first_error\":",
+	    cfg.conns, cfg.depth, cfg.warmup, cfg.seconds, run.ops, ops_s,
+	    mean, p50, p99, p999, (double)run.lat_max / 1e3, run.errors,
+	    failed ? "true" : "false");
+	json_string(stdout, run.first_error);
+	printf("}\n");
+	fflush(stdout);
+	fprintf(stderr, "loadgen: %s%s%-8s %dx%d %gs: %.0f ops/s, p50 %.1f us, "
+	    "p99 %.1f us, p999 %.1f us, %" PRIu64 " errors%s%s\n",
+	    cfg.label, cfg.label[0] ? " " : "", loadgen_op_names[op],
+	    cfg.conns, cfg.depth, cfg.seconds, ops_s, p50, p99, p999,
+	    run.errors, run.first_error[0] ? ": " : "", run.first_error);
+}
+
+/* ---- synchronous calls, for set-up and clean-up ---- */
+
+struct sync_call {
+	int done;
+	int status;		/* RPC status */
+	int nfs_status;
+	uint32_t count;		/* WRITE */
+	nfs_fh3 fh;		/* LOOKUP, MNT (malloc'ed) */
+	char error[256];
+};
+
+/* sync_wait -- serve rpc until call w completes; 0, or -1 with a message */
+static int sync_wait(struct rpc_context *rpc, struct sync_call *w,
+    const char *what)
+{
+	uint64_t deadline = now_ns() + LOADGEN_SYNC_TIMEOUT_NS;
+	struct pollfd pfd;
+
+	while (!w->done) {
+		if (now_ns() > deadline) {
+			fprintf(stderr, "loadgen: %s: no reply\n", what);
+			return -1;
+		}
+		pfd.fd = rpc_get_fd(rpc);
+		pfd.events = (short)rpc_which_events(rpc);
+		pfd.revents = 0;
+		if (poll(&pfd, 1, 100) < 0 && errno != EINTR) {
+			fprintf(stderr, "loadgen: poll: %s\n", strerror(errno));
+			return -1;
+		}
+		if (rpc_service(rpc, pfd.revents) < 0) {
+			fprintf(stderr, "loadgen: %s: %s\n", what,
+			    rpc_get_error(rpc));
+			return -1;
+		}
+	}
+	if (w->status != RPC_STATUS_SUCCESS) {
+		fprintf(stderr, "loadgen: %s: %s\n", what, w->error);
+		return -1;
+	}
+	return 0;
+}
+
+static void sync_status(struct sync_call *w, int status, void *data)
+{
+	w->done = 1;
+	w->status = status;
+	if (status != RPC_STATUS_SUCCESS)
+		snprintf(w->error, sizeof(w->error), "RPC failed: %s",
+		    status == RPC_STATUS_ERROR && data ? (char *)data : "");
+}
+
+static void fh_copy(nfs_fh3 *dst, u_int len, const char *val)
+{
+	dst->data.data_len = len;
+	dst->data.data_val = malloc(len ? len : 1);
+	if (dst->data.data_val == NULL) {
+		fprintf(stderr, "loadgen: out of memory\n");
+		exit(1);
+	}
+	memcpy(dst->data.data_val, val, len);
+}
+
+static void sync_connect_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	(void)rpc;
+	sync_status(private_data, status, data);
+}
+
+static void sync_mnt_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	struct sync_call *w = private_data;
+	mountres3 *res = data;
+
+	(void)rpc;
+	sync_status(w, status, data);
+	if (status != RPC_STATUS_SUCCESS)
+		return;
+	w->nfs_status = res->fhs_status;
+	if (res->fhs_status == MNT3_OK)
+		fh_copy(&w->fh, res->mountres3_u.mountinfo.fhandle.fhandle3_len,
+		    res->mountres3_u.mountinfo.fhandle.fhandle3_val);
+}
+
+static void sync_nfs_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	struct sync_call *w = private_data;
+
+	(void)rpc;
+	sync_status(w, status, data);
+	if (status == RPC_STATUS_SUCCESS)
+		w->nfs_status = *(nfsstat3 *)data; /* first member of every res */
+}
+
+static void sync_lookup_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	struct sync_call *w = private_data;
+	LOOKUP3res *res = data;
+
+	sync_nfs_cb(rpc, status, data, private_data);
+	if (status == RPC_STATUS_SUCCESS && res->status == NFS3_OK)
+		fh_copy(&w->fh, res->LOOKUP3res_u.resok.object.data.data_len,
+		    res->LOOKUP3res_u.resok.object.data.data_val);
+}
+
+static void sync_write_cb(struct rpc_context *rpc, int status, void *data,
+    void *private_data)
+{
+	struct sync_call *w = private_data;
+	WRITE3res *res = data;
+
+	sync_nfs_cb(rpc, status, data, private_data);
+	if (status == RPC_STATUS_SUCCESS && res->status == NFS3_OK)
+		w->count = res->WRITE3res_u.resok.count;
+}
+
+/* nfs_check -- 0 when w succeeded at the NFS level; else a message, -1 */
+static int nfs_check(struct sync_call *w, const char *what, const char *name)
+{
+	if (w->nfs_status == NFS3_OK)
+		return 0;
+	fprintf(stderr, "loadgen: %s %s: %s (%d)\n", what, name,
+	    nfsstat_name(w->nfs_status), w->nfs_status);
+	return -1;
+}
+
+static struct rpc_context *connect_to(int port, int program, int version)
+{
+	struct rpc_context *rpc = rpc_init_context();
+	struct sync_call w = { 0 };
+
+	if (rpc == NULL) {
+		fprintf(stderr, "loadgen: rpc_init_context failed\n");
+		return NULL;
+	}
+	if (rpc_connect_port_async(rpc, cfg.host, port, program, version,
+	    sync_connect_cb, &w) != 0) {
+		fprintf(stderr, "loadgen: connect %s:%d: %s\n", cfg.host, port,
+		    rpc_get_error(rpc));
+		rpc_destroy_context(rpc);
+		return NULL;
+	}
+	if (sync_wait(rpc, &w, "connect") < 0) {
+		rpc_destroy_context(rpc);
+		return NULL;
+	}
+	return rpc;
+}
+
+static int do_mount(void)
+{
+	struct rpc_context *rpc;
+	struct sync_call w = { 0 };
+	int rc = -1;
+
+	rpc = connect_to(cfg.mount_port, MOUNT_PROGRAM, MOUNT_V3);
+	if (rpc == NULL)
+		return -1;
+	if (rpc_mount3_mnt_async(rpc, sync_mnt_cb, (char *)cfg.export,
+	    &w) != 0) {
+		fprintf(stderr, "loadgen: MNT: %s\n", rpc_get_error(rpc));
+		goto out;
+	}
+	if (sync_wait(rpc, &w, "MNT") < 0)
+		goto out;
+	if (w.nfs_status != MNT3_OK) {
+		fprintf(stderr, "loadgen: MNT %s: mount status %d\n",
+		    cfg.export, w.nfs_status);
+		goto out;
+	}
+	root_fh = w.fh;
+	rc = 0;
+out:
+	rpc_destroy_context(rpc);
+	return rc;
+}
+
+static int sync_create(struct rpc_context *rpc, const char *name)
+{
+	struct sync_call w = { 0 };
+	CREATE3args a;
+
+	memset(&a, 0, sizeof(a));
+	a.where.dir = root_fh;
+	a.where.name = (char *)name;
+	a.how.mode = UNCHECKED;
+	a.how.createhow3_u.obj_attributes.mode.set_it = 1;
+	a.how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = 0644;
+	if (rpc_nfs3_create_async(rpc, sync_nfs_cb, &a, &w) != 0 ||
+	    sync_wait(rpc, &w, "CREATE") < 0)
+		return -1;
+	return nfs_check(&w, "CREATE", name);
+}
+
+static int sync_lookup(struct rpc_context *rpc, const char *name, nfs_fh3 *fh)
+{
+	struct sync_call w = { 0 };
+	LOOKUP3args a;
+
+	a.what.dir = root_fh;
+	a.what.name = (char *)name;
+	if (rpc_nfs3_lookup_async(rpc, sync_lookup_cb, &a, &w) != 0 ||
+	    sync_wait(rpc, &w, "LOOKUP") < 0 ||
+	    nfs_check(&w, "LOOKUP", name) < 0)
+		return -1;
+	*fh = w.fh;
+	return 0;
+}
+
+static int sync_remove(struct rpc_context *rpc, const char *name)
+{
+	struct sync_call w = { 0 };
+	REMOVE3args a;
+
+	a.object.dir = root_fh;
+	a.object.name = (char *)name;
+	if (rpc_nfs3_remove_async(rpc, sync_nfs_cb, &a, &w) != 0 ||
+	    sync_wait(rpc, &w, "REMOVE") < 0)
+		return -1;
+	return nfs_check(&w, "REMOVE", name);
+}
+
+/* fill_file -- write LOADGEN_FILE_SIZE bytes into fh, FILE_SYNC */
+static int fill_file(struct rpc_context *rpc, nfs_fh3 *fh, const char *name)
+{
+	static char chunk[LOADGEN_SETUP_CHUNK];
+	uint64_t off = 0;
+
+	memset(chunk, 'p', sizeof(chunk));
+	while (off < LOADGEN_FILE_SIZE) {
+		struct sync_call w = { 0 };
+		WRITE3args a;
+
+		a.file = *fh;
+		a.offset = off;
+		a.count = LOADGEN_SETUP_CHUNK;
+		a.stable = FILE_SYNC;
+		a.data.data_len = LOADGEN_SETUP_CHUNK;
+		a.data.data_val = chunk;
+		if (rpc_nfs3_write_async(rpc, sync_write_cb, &a, &w) != 0 ||
+		    sync_wait(rpc, &w, "WRITE") < 0 ||
+		    nfs_check(&w, "WRITE", name) < 0)
+			return -1;
+		if (w.count == 0) {
+			fprintf(stderr, "loadgen: WRITE %s: wrote nothing\n",
+			    name);
+			return -1;
+		}
+		off += w.count;
+	}
+	return 0;
+}
+
+/* setup -- create what the ops need: names for LOOKUP, data files */
+static int setup(const int *ops, int nops)
+{
+	struct rpc_context *rpc = conns[0].rpc;
+	int need_names = 0, need_files = 0, i;
+
+	for (i = 0; i < nops; i++) {
+		need_names |= ops[i] == LOADGEN_LOOKUP;
+		need_files |= ops[i] == LOADGEN_READ || ops[i] == LOADGEN_WRITE;
+	}
+	if (need_names)
+		for (i = 0; i < LOADGEN_NAMES; i++)
+			if (sync_create(rpc, lookup_names[i]) < 0)
+				return -1;
+	if (need_files)
+		for (i = 0; i < cfg.conns; i++) {
+			struct loadgen_conn *c = &conns[i];
+
+			if (sync_create(rpc, c->file_name) < 0 ||
+			    sync_lookup(rpc, c->file_name, &c->file) < 0 ||
+			    fill_file(rpc, &c->file, c->file_name) < 0)
+				return -1;
+		}
+	return 0;
+}
+
+/* cleanup -- remove what setup and the CREATE slots may have left */
+static void cleanup(const int *ops, int nops)
+{
+	struct rpc_context *rpc = conns[0].rpc;
+	int i, j, k;
+
+	for (k = 0; k < nops; k++) {
+		switch (ops[k]) {
+		case LOADGEN_LOOKUP:
+			for (i = 0; i < LOADGEN_NAMES; i++)
+				sync_remove(rpc, lookup_names[i]);
+			break;
+		case LOADGEN_READ:
+		case LOADGEN_WRITE:
+			for (i = 0; i < cfg.conns; i++)
+				if (conns[i].file.data.data_val) {
+					sync_remove(rpc, conns[i].file_name);
+					free(conns[i].file.data.data_val);
+					conns[i].file.data.data_val = NULL;
+				}
+			break;
+		default:
+			break;
+		}
+	}
+	/* a CREATE whose REMOVE failed leaves its name behind; quietly try */
+	for (k = 0; k < nops; k++)
+		if (ops[k] == LOADGEN_CREATE)
+			for (i = 0; i < cfg.conns; i++)
+				for (j = 0; j < cfg.depth; j++) {
+					struct sync_call w = { 0 };
+					REMOVE3args a;
+
+					a.object.dir = root_fh;
+					a.object.name = conns[i].slots[j].name;
+					if (rpc_nfs3_remove_async(rpc,
+					    sync_nfs_cb, &a, &w) == 0)
+						sync_wait(rpc, &w, "REMOVE");
+				}
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+	    "usage: loadgen -H host -n nfsport -m mountport -e /export\n"
+	    "               [-c conns] [-d depth] [-t seconds] [-w warmup]\n"
+	    "               [-o op[,op..]] [-l label] [-k]\n"
+	    "ops: null getattr lookup read write create (CREATE+REMOVE)\n");
+	exit(2);
+}
+
+static int parse_ops(char *list, int *ops)
+{
+	char *tok, *save = NULL;
+	int n = 0, i;
+
+	for (tok = strtok_r(list, ",", &save); tok;
+	    tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < LOADGEN_NOPS; i++)
+			if (strcmp(tok, loadgen_op_names[i]) == 0)
+				break;
+		if (i == LOADGEN_NOPS) {
+			fprintf(stderr, "loadgen: unknown op %s\n", tok);
+			usage();
+		}
+		if (n == LOADGEN_NOPS * 4)
+			usage();
+		ops[n++] = i;
+	}
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	static char default_ops[] = "null,getattr,lookup,read,write,create";
+	int ops[LOADGEN_NOPS * 4];
+	int nops, opt, i, j, rc = 0;
+	char *oplist = default_ops;
+	pid_t pid = getpid();
+
+	while ((opt = getopt(argc, argv, "H:n:m:e:c:d:t:w:o:l:k")) != -1) {
+		switch (opt) {
+		case 'H': cfg.host = optarg; break;
+		case 'n': cfg.nfs_port = atoi(optarg); break;
+		case 'm': cfg.mount_port = atoi(optarg); break;
+		case 'e': cfg.export = optarg; break;
+		case 'c': cfg.conns = atoi(optarg); break;
+		case 'd': cfg.depth = atoi(optarg); break;
+		case 't': cfg.seconds = atof(optarg); break;
+		case 'w': cfg.warmup = atof(optarg); break;
+		case 'o': oplist = optarg; break;
+		case 'l': cfg.label = optarg; break;
+		case 'k': cfg.keep = 1; break;
+		default: usage();
+		}
+	}
+	if (optind != argc || cfg.nfs_port <= 0 || cfg.nfs_port > 65535 ||
+	    cfg.mount_port <= 0 || cfg.mount_port > 65535 ||
+	    cfg.conns < 1 || cfg.conns > LOADGEN_MAX_CONNS ||
+	    cfg.depth < 1 || cfg.depth > LOADGEN_MAX_DEPTH ||
+	    !(cfg.seconds > 0) || cfg.warmup < 0)
+		usage();
+	nops = parse_ops(oplist, ops);
+
+	memset(write_buf, 'w', sizeof(write_buf));
+	for (i = 0; i < LOADGEN_NAMES; i++)
+		snprintf(lookup_names[i], sizeof(lookup_names[i]),
+		    "lg%d.n%d", (int)pid, i);
+
+	if (do_mount() < 0)
+		return 1;
+	conns = calloc((size_t)cfg.conns, sizeof(*conns));
+	if (conns == NULL)
+		return 1;
+	for (i = 0; i < cfg.conns; i++) {
+		struct loadgen_conn *c = &conns[i];
+
+		c->idx = i;
+		c->rand = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ (uint64_t)pid;
+		snprintf(c->file_name, sizeof(c->file_name), "lg%d.d%d",
+		    (int)pid, i);
+		c->slots = calloc((size_t)cfg.depth, sizeof(*c->slots));
+		if (c->slots == NULL)
+			return 1;
+		for (j = 0; j < cfg.depth; j++) {
+			c->slots[j].conn = c;
+			snprintf(c->slots[j].name, sizeof(c->slots[j].name),
+			    "lg%d.c%d.%d", (int)pid, i, j);
+		}
+		c->rpc = connect_to(cfg.nfs_port, NFS_PROGRAM, NFS_V3);
+		if (c->rpc == NULL)
+			return 1;
+		/* distinct xids across connections, for the server's DRC */
+		rpc_set_next_xid(c->rpc, (uint32_t)(i + 1) << 24 ^
+		    (uint32_t)pid << 8);
+	}
+	if (setup(ops, nops) < 0) {
+		fprintf(stderr, "loadgen: set-up failed\n");
+		rc = 1;
+		goto out;
+	}
+	for (i = 0; i < nops; i++) {
+		int failed = run_op(ops[i]) < 0;
+
+		report(ops[i], failed);
+		if (failed) {
+			rc = 1;
+			break;
+		}
+	}
+	if (!cfg.keep && rc == 0)
+		cleanup(ops, nops);
+out:
+	for (i = 0; i < cfg.conns; i++)
+		if (conns[i].rpc)
+			rpc_destroy_context(conns[i].rpc);
+	return rc;
+}
