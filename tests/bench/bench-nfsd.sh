@@ -1,0 +1,361 @@
+#!/bin/sh
+# bench-nfsd.sh -- `make bench`: presto-nfsd against NFS-Ganesha, side by side.
+#
+# For every server configuration (SERVERS below) it starts the server on a
+# fresh export directory of its own, runs tests/bench/loadgen once per test
+# (TESTS below), stops the server, and moves on to the next; then it prints
+# one Markdown table on stdout (ops/s and p50/p99/p999 per server, ratio of
+# every server to the baseline) and writes one JSON file under
+# $PRESTO_RESULTS. A benchmark, not a test: nothing about time is asserted.
+# The exit status is 1 only when a server could not be measured.
+#
+# Isolation: the whole run (rpcbind, Ganesha, presto-nfsd, loadgen) happens in
+# a private network and mount namespace (`unshare --net --mount`), with lo up,
+# a second loopback address (glibc's AI_ADDRCONFIG, which Ganesha uses to
+# resolve Bind_addr, ignores 127.0.0.1 alone) and a private tmpfs on /run, so
+# that its rpcbind and Ganesha collide with nobody else's on this machine.
+# PRESTO_BENCH_NETNS=0 runs in the host's namespaces instead.
+#
+# Exports live on the same filesystem as the tree ($PRESTO_TOP/var, never
+# /dev/shm), so both servers write to the same disk.
+#
+# Knobs (environment):
+#   PRESTO_BENCH_SECONDS   timed seconds per test (3)
+#   PRESTO_BENCH_WARMUP    warm-up seconds per test (1)
+#   PRESTO_BENCH_ROUNDS    times every test runs on every server; the table
+#                          shows the median (3: this machine is shared,
+#                          and one slow moment should not decide a row)
+#   PRESTO_BENCH_SERVERS   server rows, see SERVERS
+#   PRESTO_BENCH_TESTS     test rows, see TESTS
+#   PRESTO_BENCH_BASELINE  label of the server the ratios divide by (ganesha)
+#   PRESTO_BENCH_DIR       where the temporary exports go ($PRESTO_TOP/var)
+set -u
+
+top=${PRESTO_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
+: "${PRESTO_BIN:=$top/bin}"
+: "${PRESTO_TESTBIN:=$top/build/default/tests}"
+: "${PRESTO_RESULTS:=$top/bench/results}"
+export PRESTO_TOP="$top" PRESTO_BIN PRESTO_TESTBIN PRESTO_RESULTS
+
+# Server configurations, one a line: label|kind|export options|daemon flags.
+# kind is presto (presto-nfsd; the options go into its knfsd-style exports
+# line, the flags onto its command line) or ganesha (tests/bench/ganesha.sh;
+# options and flags unused). Add a row to compare one more configuration,
+# e.g. "presto-off|presto|rw,insecure,no_root_squash,...|--some-flag".
+SERVERS=${PRESTO_BENCH_SERVERS:-"presto|presto|rw,insecure,no_root_squash|
+ganesha|ganesha||"}
+
+# Tests, one a line: op conns depth (ops: see loadgen's usage).
+TESTS=${PRESTO_BENCH_TESTS:-"null 4 16
+getattr 4 16
+lookup 4 16
+read 4 16
+write 4 16
+create 4 16"}
+
+SECONDS_PER_TEST=${PRESTO_BENCH_SECONDS:-3}
+ROUNDS=${PRESTO_BENCH_ROUNDS:-3}
+WARMUP=${PRESTO_BENCH_WARMUP:-1}
+BASELINE=${PRESTO_BENCH_BASELINE:-ganesha}
+# Ganesha's fixed ports: 20050-20059 belong to this benchmark.
+GANESHA_NFS_PORT=20050
+GANESHA_MNT_PORT=20051
+
+if [ "${PRESTO_BENCH_INNER:-}" != 1 ]; then
+	PRESTO_EXTRA_PKGS="nfs-ganesha nfs-ganesha-vfs" sh "$top/appliance/deps.sh" ||
+	    echo "bench-nfsd: Ganesha could not be installed; its row will fail" >&2
+
+	loadgen=${LOADGEN:-$(dirname "$PRESTO_TESTBIN")/bench/loadgen}
+	if [ ! -x "$loadgen" ]; then
+		make -C "$top" --no-print-directory \
+		    "${loadgen#"$top"/}" >/dev/null || {
+			echo "bench-nfsd: cannot build $loadgen" >&2
+			exit 1
+		}
+	fi
+	export LOADGEN="$loadgen" PRESTO_BENCH_INNER=1
+	if [ "${PRESTO_BENCH_NETNS:-1}" = 1 ]; then
+		if unshare --net --mount true 2>/dev/null; then
+			export PRESTO_BENCH_IN_NETNS=1
+			exec unshare --net --mount sh "$0" "$@"
+		fi
+		echo "bench-nfsd: cannot unshare the network namespace;" \
+		    "running in the host's" >&2
+	fi
+fi
+
+if [ "${PRESTO_BENCH_IN_NETNS:-}" = 1 ]; then
+	ip link set lo up || exit 1
+	ip addr add 127.0.0.2/8 dev lo 2>/dev/null
+	mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
+fi
+
+bench_dir=${PRESTO_BENCH_DIR:-$top/var}
+mkdir -p "$bench_dir" "$PRESTO_RESULTS"
+work=$(mktemp -d "$bench_dir/bench-nfsd.XXXXXX") || exit 1
+raw="$work/results.jsonl"
+servers_file="$work/servers.jsonl"
+: >"$raw"
+: >"$servers_file"
+
+running="$work/running"	# label|kind|nfs port|mount port|export|pid or dir
+: >"$running"
+
+# stop_servers -- stop every server this script started, and only those
+stop_servers() {
+	[ -f "$running" ] || return 0
+	while IFS='|' read -r _label kind _nfs _mnt _exp handle; do
+		case "$kind" in
+		presto)
+			kill -TERM "$handle" 2>/dev/null
+			i=0
+			while [ $i -lt 50 ] && kill -0 "$handle" 2>/dev/null; do
+				sleep 0.1
+				i=$((i + 1))
+			done
+			kill -KILL "$handle" 2>/dev/null
+			;;
+		ganesha)
+			sh "$top/tests/bench/ganesha.sh" stop "$handle"
+			;;
+		esac
+	done <"$running"
+	: >"$running"
+}
+# shellcheck disable=SC2317 # called by the trap
+cleanup() {
+	stop_servers
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# json_str S -- S as a JSON string
+json_str() {
+	printf '%s' "$1" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()), end="")'
+}
+
+# server_record LABEL KIND OPTS FLAGS STATUS ERROR
+server_record() {
+	printf '{"label":%s,"kind":%s,"export_options":%s,"flags":%s,"status":%s,"error":%s}\n' \
+	    "$(json_str "$1")" "$(json_str "$2")" "$(json_str "$3")" \
+	    "$(json_str "$4")" "$(json_str "$5")" "$(json_str "$6")" >>"$servers_file"
+}
+
+# start_presto DIR OPTS FLAGS -- start presto-nfsd exporting DIR/export;
+# sets handle (its pid), nfs_port, mount_port; returns 1 with start_error set
+start_presto() {
+	d=$1 opts=$2 flags=$3
+	mkdir -p "$d/export" "$d/state"
+	printf '%s 127.0.0.1(%s)\n' "$d/export" "$opts" >"$d/exports"
+	if [ ! -x "$PRESTO_BIN/presto-nfsd" ]; then
+		start_error="$PRESTO_BIN/presto-nfsd not built"
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	"$PRESTO_BIN/presto-nfsd" --exports "$d/exports" --state-dir "$d/state" \
+	    --bind 127.0.0.1 --nfs-port 0 --mount-port 0 --no-rpcbind \
+	    --foreground $flags </dev/null >"$d/presto-nfsd.log" 2>&1 &
+	handle=$!
+	i=0
+	while [ $i -lt 100 ]; do
+		line=$(grep -m1 '^presto-nfsd: ready ' "$d/presto-nfsd.log")
+		if [ -n "$line" ]; then
+			nfs_port=$(printf '%s\n' "$line" | sed -n 's/.* nfs=\([0-9]*\).*/\1/p')
+			mount_port=$(printf '%s\n' "$line" | sed -n 's/.* mount=\([0-9]*\).*/\1/p')
+			[ -n "$nfs_port" ] && [ -n "$mount_port" ] && return 0
+			start_error="cannot parse: $line"
+			break
+		fi
+		if ! kill -0 "$handle" 2>/dev/null; then
+			wait "$handle"
+			start_error="presto-nfsd exited (status $?): $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
+			return 1
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ -n "$start_error" ] ||
+	    start_error="presto-nfsd not ready after 10 s: $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
+	kill -KILL "$handle" 2>/dev/null
+	return 1
+}
+
+# 1. Start every server, each on an export directory of its own. They idle
+# while another is measured; running them side by side lets the tests
+# alternate between servers, so that a slow moment of this shared machine
+# does not land on one server's rows only.
+ganesha_n=0
+while IFS='|' read -r label kind opts flags; do
+	[ -n "$label" ] || continue
+	d="$work/$label"
+	mkdir -p "$d"
+	start_error="" handle=""
+	case "$kind" in
+	presto)
+		start_presto "$d" "$opts" "$flags" || handle=""
+		;;
+	ganesha)
+		nfs_port=$((GANESHA_NFS_PORT + 2 * ganesha_n))
+		mount_port=$((GANESHA_MNT_PORT + 2 * ganesha_n))
+		ganesha_n=$((ganesha_n + 1))
+		if sh "$top/tests/bench/ganesha.sh" start "$d/ganesha" "$d/export" \
+		    "$nfs_port" "$mount_port" </dev/null 2>"$d/ganesha.err"; then
+			handle="$d/ganesha"
+		else
+			start_error="ganesha did not start: $(tail -n 3 "$d/ganesha.err" | tr '\n' ' ')"
+		fi
+		;;
+	*)
+		start_error="unknown server kind $kind"
+		;;
+	esac
+	if [ -z "$handle" ]; then
+		echo "bench-nfsd: $label: $start_error" >&2
+		server_record "$label" "$kind" "$opts" "$flags" failed "$start_error"
+		continue
+	fi
+	echo "bench-nfsd: $label serving on nfs=$nfs_port mount=$mount_port" >&2
+	printf '%s|%s|%s|%s|%s|%s\n' "$label" "$kind" "$nfs_port" "$mount_port" \
+	    "$d/export" "$handle" >>"$running"
+	printf '%s|%s|%s|%s\n' "$label" "$kind" "$opts" "$flags" >>"$work/started"
+done <<EOF
+$SERVERS
+EOF
+
+# 2. Every test on every server in turn, ROUNDS times (the table shows the
+# median round of each).
+round=1
+while [ "$round" -le "$ROUNDS" ]; do
+	while read -r op c dep; do
+		[ -n "$op" ] || continue
+		while IFS='|' read -r label kind nfs_port mount_port export_path handle; do
+			if [ "$kind" = presto ] && ! kill -0 "$handle" 2>/dev/null; then
+				continue
+			fi
+			"$LOADGEN" -H 127.0.0.1 -n "$nfs_port" -m "$mount_port" \
+			    -e "$export_path" -c "$c" -d "$dep" \
+			    -t "$SECONDS_PER_TEST" -w "$WARMUP" -o "$op" \
+			    -l "$label" </dev/null >>"$raw" ||
+			    echo "bench-nfsd: $label: loadgen $op ${c}x$dep failed" >&2
+		done <"$running"
+	done <<EOF
+$TESTS
+EOF
+	round=$((round + 1))
+done
+
+# 3. A presto-nfsd that died during the run fails its row.
+while IFS='|' read -r label kind opts flags; do
+	status=ok err=""
+	if [ "$kind" = presto ]; then
+		pid=$(grep "^$label|" "$running" | cut -d'|' -f6)
+		if ! kill -0 "$pid" 2>/dev/null; then
+			status=failed
+			err="presto-nfsd died during the run: $(tail -n 3 "$work/$label/presto-nfsd.log" | tr '\n' ' ')"
+			echo "bench-nfsd: $label: $err" >&2
+		fi
+	fi
+	server_record "$label" "$kind" "$opts" "$flags" "$status" "$err"
+done <<EOF
+$(cat "$work/started" 2>/dev/null)
+EOF
+stop_servers
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+out="$PRESTO_RESULTS/nfsd-$stamp.json"
+python3 - "$raw" "$servers_file" "$out" "$BASELINE" "$SECONDS_PER_TEST" \
+    "$WARMUP" "$stamp" "$TESTS" "$SERVERS" "$ROUNDS" <<'PY'
+import json, os, platform, sys
+
+(raw, servers_file, out, baseline, seconds, warmup, stamp, tests,
+ server_rows, rounds) = sys.argv[1:11]
+results = [json.loads(l) for l in open(raw) if l.strip()]
+servers = [json.loads(l) for l in open(servers_file) if l.strip()]
+order = [r.split("|")[0] for r in server_rows.splitlines() if r.strip()]
+servers.sort(key=lambda s: order.index(s["label"]) if s["label"] in order else 99)
+rows = []
+for line in tests.splitlines():
+    f = line.split()
+    if len(f) == 3:
+        rows.append((f[0], int(f[1]), int(f[2])))
+
+doc = {
+    "bench": "nfsd",
+    "date": stamp,
+    "machine": {"hostname": platform.node(), "nproc": os.cpu_count(),
+                "kernel": platform.release()},
+    "seconds": float(seconds), "warmup_s": float(warmup),
+    "rounds": int(rounds),
+    "baseline": baseline,
+    "servers": servers,
+    "results": results,
+}
+with open(out, "w") as f:
+    json.dump(doc, f, indent=1)
+    f.write("\n")
+
+def find(label, op, c, d):
+    """the median run of a test on a server, a failed run if all failed"""
+    runs = [r for r in results
+            if (r["label"], r["op"], r["conns"], r["depth"]) == (label, op, c, d)]
+    ok = sorted((r for r in runs if not r["failed"]),
+                key=lambda r: r["ops_per_s"])
+    if ok:
+        return ok[len(ok) // 2]
+    return runs[0] if runs else None
+
+labels = [s["label"] for s in servers]
+status = {s["label"]: s["status"] for s in servers}
+others = [l for l in labels if l != baseline] if baseline in labels else []
+
+def ops_cell(label, r):
+    if status[label] != "ok" and r is None:
+        return "failed"
+    if r is None or r["failed"]:
+        return "failed"
+    s = "%.0f" % r["ops_per_s"]
+    if r["errors"]:
+        s += " (%d err)" % r["errors"]
+    return s
+
+def lat_cell(r):
+    if r is None or r["failed"] or r["ops"] == 0:
+        return "-"
+    return "%.0f / %.0f / %.0f" % (r["p50_us"], r["p99_us"], r["p999_us"])
+
+head = ["op", "in flight"]
+for l in labels:
+    head += [l + " ops/s", l + " p50/p99/p999 us"]
+head += ["%s/%s" % (l, baseline) for l in others]
+print("| " + " | ".join(head) + " |")
+print("|" + "|".join(["---"] * len(head)) + "|")
+for op, c, d in rows:
+    cells = [op if op != "create" else "create+remove", "%dx%d" % (c, d)]
+    for l in labels:
+        r = find(l, op, c, d)
+        cells += [ops_cell(l, r), lat_cell(r)]
+    b = find(baseline, op, c, d)
+    for l in others:
+        r = find(l, op, c, d)
+        if r and b and not r["failed"] and not b["failed"] and b["ops_per_s"] > 0:
+            cells.append("%.2f" % (r["ops_per_s"] / b["ops_per_s"]))
+        else:
+            cells.append("-")
+    print("| " + " | ".join(cells) + " |")
+print()
+for s in servers:
+    if s["status"] != "ok":
+        print("%s: failed: %s" % (s["label"], s["error"]))
+print("%s s per test after %s s of warm-up%s; latency in microseconds;"
+      " client and server share this %d-core machine." %
+      (seconds, warmup,
+       ", median of %s rounds" % rounds if int(rounds) > 1 else "",
+       os.cpu_count()))
+print("results: %s" % out)
+PY
+rc=$?
+[ $rc -eq 0 ] || exit 1
+grep -q '"status": *"failed"' "$servers_file" && exit 1
+grep -q '"failed": *true' "$raw" && exit 1
+exit 0
