@@ -719,6 +719,7 @@ static struct rpc_context *connect_to(int port, int program, int version)
 {
 	struct rpc_context *rpc = rpc_init_context();
 	struct sync_call w = { 0 };
+	char what[128];
 
 	if (rpc == NULL) {
 		fprintf(stderr, "loadgen: rpc_init_context failed\n");
@@ -731,7 +732,8 @@ static struct rpc_context *connect_to(int port, int program, int version)
 		rpc_destroy_context(rpc);
 		return NULL;
 	}
-	if (sync_wait(rpc, &w, "connect") < 0) {
+	snprintf(what, sizeof(what), "connect %s:%d", cfg.host, port);
+	if (sync_wait(rpc, &w, what) < 0) {
 		rpc_destroy_context(rpc);
 		return NULL;
 	}
@@ -755,8 +757,10 @@ static int do_mount(void)
 	if (sync_wait(rpc, &w, "MNT") < 0)
 		goto out;
 	if (w.nfs_status != MNT3_OK) {
-		fprintf(stderr, "loadgen: MNT %s: mount status %d\n",
-		    cfg.export, w.nfs_status);
+		fprintf(stderr, "loadgen: MNT %s: refused, mountstat3 %d%s\n",
+		    cfg.export, w.nfs_status,
+		    w.nfs_status == MNT3ERR_ACCES ? " (MNT3ERR_ACCES)" :
+		    w.nfs_status == MNT3ERR_NOENT ? " (MNT3ERR_NOENT)" : "");
 		goto out;
 	}
 	root_fh = w.fh;
