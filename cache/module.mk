@@ -1,1 +1,21 @@
-# cache/module.mk -- the NVRAM log library (see cache/nvlog_format.h).
+# cache/module.mk -- the NVRAM log library (see cache/nvlog_format.h), its
+# tool bin/presto-log and its tests.
+
+CACHE_SRCS := cache/crc32c.c cache/nvlog_format.c cache/nvlog.c
+CACHE_OBJS := $(CACHE_SRCS:%.c=$(O)/%.o)
+CACHE_LIB  := $(O)/cache/libnvlog.a
+
+$(CACHE_LIB): $(CACHE_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+NVLOG_TESTS := $(T)/unit/test_nvlog
+TEST_PROGS += $(NVLOG_TESTS)
+
+$(T)/unit/test_nvlog: $(O)/tests/unit/test_nvlog.o $(CACHE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+.PHONY: nvlog
+nvlog: $(NVLOG_TESTS)

@@ -1,0 +1,239 @@
+/*
+ * nvlog_format.c -- validation of the on-media format: superblock slots,
+ * record checksums and the recovery walk (nvlog_format.h, sections 2, 5, 6).
+ *
+ * Nothing here writes to the log or keeps state, so the forensic dump can walk
+ * a log mapped read-only and the library can walk it at open and at scan.
+ */
+#include "cache/nvlog_format.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "cache/crc32c.h"
+
+uint32_t nvlog_sb_crc(const struct nvlog_sb *sb)
+{
+	return crc32c(0, sb, offsetof(struct nvlog_sb, crc));
+}
+
+/*
+ * nvlog_sb_check -- is this slot a valid superblock for a mapping of map_len
+ * bytes? Returns 0 or -EUCLEAN.
+ */
+int nvlog_sb_check(const struct nvlog_sb *sb, size_t map_len)
+{
+	if (sb->magic != NVLOG_SB_MAGIC || sb->version != NVLOG_VERSION)
+		return -EUCLEAN;
+	if (sb->crc != nvlog_sb_crc(sb))
+		return -EUCLEAN;
+	if (sb->size < NVLOG_MIN_SIZE || sb->size % 4096 || sb->size > map_len ||
+	    sb->area_off != NVLOG_AREA_OFF || sb->area_len != sb->size - sb->area_off)
+		return -EUCLEAN;
+	if (sb->tail_lsn == 0)
+		return -EUCLEAN;
+	return 0;
+}
+
+/*
+ * nvlog_sb_pick -- read both superblock slots and choose the current one
+ * (the valid one with the larger seq). Returns 0 and fills *out and *slot,
+ * or -EUCLEAN when neither slot is valid.
+ */
+int nvlog_sb_pick(const uint8_t *base, size_t map_len, struct nvlog_sb *out, int *slot)
+{
+	struct nvlog_sb s[2];
+	int ok[2];
+
+	if (map_len < NVLOG_MIN_SIZE)
+		return -EUCLEAN;
+	memcpy(&s[0], base + NVLOG_SB_SLOT_OFF0, sizeof(s[0]));
+	memcpy(&s[1], base + NVLOG_SB_SLOT_OFF1, sizeof(s[1]));
+	ok[0] = nvlog_sb_check(&s[0], map_len) == 0;
+	ok[1] = nvlog_sb_check(&s[1], map_len) == 0;
+	if (!ok[0] && !ok[1])
+		return -EUCLEAN;
+	int i = (ok[0] && ok[1]) ? (s[1].seq > s[0].seq) : ok[1];
+	*out = s[i];
+	if (slot)
+		*slot = i;
+	return 0;
+}
+
+/* nvlog_rec_crc -- the CRC of a record (section 3); payload NULL for a pad. */
+uint32_t nvlog_rec_crc(uint64_t salt, const struct nvlog_rec_hdr *h, const void *payload)
+{
+	uint32_t c = crc32c(0, &salt, sizeof(salt));
+	c = crc32c(c, (const uint8_t *)h + 4, NVLOG_HDR_SIZE - 4);
+	if (payload && h->type != NVLOG_TYPE_PAD)
+		c = crc32c(c, payload, h->len);
+	return c;
+}
+
+/*
+ * nvlog_next_pos -- where a record of rec_size bytes goes when the head is at
+ * pos (section 3: implicit wrap, or a pad to the end of the area). Sets
+ * *rec_pos and returns the head position after the record.
+ */
+uint64_t nvlog_next_pos(uint64_t area_len, uint64_t pos, uint64_t rec_size, uint64_t *rec_pos)
+{
+	uint64_t rem = area_len - pos % area_len;
+	if (rem < NVLOG_HDR_SIZE || rem < rec_size)
+		pos += rem;
+	*rec_pos = pos;
+	return pos + rec_size;
+}
+
+/* the bounds/type/flags part of the rule: may this header be read further? */
+static const char *nvlog_rec_shape(const struct nvlog_rec_hdr *h, uint64_t rem)
+{
+	if (h->type == 0 || (h->type > NVLOG_TYPE_USER_MAX && h->type != NVLOG_TYPE_PAD))
+		return "type";
+	if (h->flags != 0)
+		return "flags";
+	if (h->type == NVLOG_TYPE_PAD) {
+		if ((uint64_t)h->len + NVLOG_HDR_SIZE != rem)
+			return "pad length";
+	} else if ((uint64_t)h->len + NVLOG_HDR_SIZE > rem) {
+		return "length";
+	}
+	return NULL;
+}
+
+/*
+ * nvlog_rec_valid -- section 5 for the record expected at pos (LSN n, epoch
+ * at least e). Returns NULL when valid, else the name of the failed rule.
+ */
+static const char *nvlog_rec_valid(const struct nvlog_view *v, const uint8_t *area,
+    uint64_t pos, uint64_t n, uint32_t e, uint64_t limit)
+{
+	uint64_t L = v->sb.area_len, off = pos % L, rem = L - off;
+	struct nvlog_rec_hdr h;
+	const char *why;
+
+	memcpy(&h, area + off, sizeof(h));
+	if ((why = nvlog_rec_shape(&h, rem)))
+		return why;
+	uint64_t size = h.type == NVLOG_TYPE_PAD ? rem : NVLOG_REC_SIZE(h.len);
+	if (pos + size > limit)
+		return "overlaps tail";
+	if (h.lsn != n)
+		return "lsn";
+	if (h.dlsn >= h.lsn)
+		return "dlsn";
+	if (h.epoch < e || h.epoch > (uint32_t)v->sb.boot_epoch)
+		return "epoch";
+	if (h.crc != nvlog_rec_crc(v->sb.salt, &h, area + off + NVLOG_HDR_SIZE))
+		return "crc";
+	return NULL;
+}
+
+/* true when the bytes at off are a CRC-valid record from an earlier lap */
+static bool nvlog_rec_stale(const struct nvlog_view *v, const uint8_t *area, uint64_t off, uint64_t n)
+{
+	uint64_t rem = v->sb.area_len - off;
+	struct nvlog_rec_hdr h;
+	static const uint8_t zero[NVLOG_HDR_SIZE];
+
+	if (memcmp(area + off, zero, NVLOG_HDR_SIZE) == 0)
+		return true; /* never written */
+	memcpy(&h, area + off, sizeof(h));
+	return !nvlog_rec_shape(&h, rem) && h.lsn < n &&
+	    h.crc == nvlog_rec_crc(v->sb.salt, &h, area + off + NVLOG_HDR_SIZE);
+}
+
+/*
+ * nvlog_rec_proof -- does the record at off prove that LSN n had been durable
+ * (section 6, CORRUPT)? Valid on its own, lsn > n, dlsn >= n.
+ */
+static bool nvlog_rec_proof(const struct nvlog_view *v, const uint8_t *area, uint64_t off, uint64_t n)
+{
+	uint64_t rem = v->sb.area_len - off;
+	struct nvlog_rec_hdr h;
+
+	memcpy(&h, area + off, sizeof(h));
+	if (h.lsn <= n || h.dlsn < n || h.dlsn >= h.lsn || h.type == NVLOG_TYPE_PAD)
+		return false;
+	if (nvlog_rec_shape(&h, rem) || h.epoch > (uint32_t)v->sb.boot_epoch)
+		return false;
+	return h.crc == nvlog_rec_crc(v->sb.salt, &h, area + off + NVLOG_HDR_SIZE);
+}
+
+/*
+ * nvlog_walk -- the recovery scan of section 6 over a mapped log: hand every
+ * valid caller record from the tail, in LSN order, to cb (may be NULL), up to
+ * LSN max_lsn, then classify the end into *out. Never reads outside the area.
+ * Returns 0, or the first non-zero value cb returned (the walk stops there).
+ */
+int nvlog_walk(const struct nvlog_view *v, uint64_t max_lsn,
+    int (*cb)(void *arg, const struct nvlog_walk_rec *r), void *arg,
+    struct nvlog_walk_end *out)
+{
+	const uint8_t *area = v->base + v->sb.area_off;
+	uint64_t L = v->sb.area_len;
+	uint64_t pos = v->sb.tail_pos, n = v->sb.tail_lsn, limit = pos + L;
+	uint32_t e = 0;
+	const char *why = NULL;
+
+	memset(out, 0, sizeof(*out));
+	out->end = NVLOG_END_CLEAN;
+	out->last_lsn = n - 1;
+	for (;;) {
+		if (n > max_lsn || pos >= limit)
+			break;
+		uint64_t off = pos % L, rem = L - off;
+		if (rem < NVLOG_HDR_SIZE) {
+			pos += rem; /* implicit wrap */
+			continue;
+		}
+		why = nvlog_rec_valid(v, area, pos, n, e, limit);
+		if (why)
+			break;
+		const struct nvlog_rec_hdr *h = (const void *)(area + off);
+		e = h->epoch;
+		if (h->type == NVLOG_TYPE_PAD) {
+			pos += rem;
+			continue;
+		}
+		if (cb) {
+			struct nvlog_walk_rec r = {
+				.hdr = h, .payload = area + off + NVLOG_HDR_SIZE, .pos = pos, .off = off,
+			};
+			int rc = cb(arg, &r);
+			if (rc) {
+				out->head_pos = pos;
+				return rc;
+			}
+		}
+		out->records++;
+		out->bytes += h->len;
+		out->last_lsn = n;
+		out->last_epoch = h->epoch;
+		pos += NVLOG_REC_SIZE(h->len);
+		n++;
+	}
+	out->head_pos = pos;
+	if (!why)
+		return 0;
+
+	uint64_t bad_off = pos % L;
+	if (nvlog_rec_stale(v, area, bad_off, n))
+		return 0;
+	out->end = NVLOG_END_TORN;
+	out->bad_lsn = n;
+	out->bad_off = bad_off;
+	out->why = why;
+	/* look for proof that record n had been durable (section 6) */
+	for (uint64_t q = pos + NVLOG_ALIGN; q < limit; q += NVLOG_ALIGN) {
+		uint64_t off = q % L;
+		if (L - off < NVLOG_HDR_SIZE)
+			continue;
+		if (nvlog_rec_proof(v, area, off, n)) {
+			out->end = NVLOG_END_CORRUPT;
+			out->proof_lsn = ((const struct nvlog_rec_hdr *)(area + off))->lsn;
+			out->proof_off = off;
+			break;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,822 @@
+/*
+ * test_nvlog.c -- unit tests of the NVRAM log: one test per rule of the format
+ * (cache/nvlog_format.h) and the behaviour of the API (group commit, trim,
+ * full log, statistics). Logs live in a temporary directory under /dev/shm.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cache/crc32c.h"
+#include "cache/nvlog.h"
+#include "cache/nvlog_format.h"
+
+#define SMALL (NVLOG_AREA_OFF + 65536) /* the smallest log: a 64 KiB area */
+
+static char tdir[64];
+
+static void tpath(char *buf, size_t n, const char *name)
+{
+	snprintf(buf, n, "%s/%s", tdir, name);
+}
+
+/* payload of record number k: length and bytes derived from k */
+static size_t plen(uint64_t k)
+{
+	return (size_t)((k * 7919) % 1500);
+}
+
+static void pfill(uint8_t *buf, uint64_t k, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (uint8_t)(k * 31 + i);
+}
+
+static uint64_t app(struct nvlog *log, uint64_t k)
+{
+	uint8_t buf[2000];
+	size_t n = plen(k);
+	pfill(buf, k, n);
+	struct iovec iov = { buf, n };
+	uint64_t lsn = 0;
+	assert_int_equal(nvlog_append(log, (uint16_t)(1 + k % 100), &iov, 1, &lsn), 0);
+	return lsn;
+}
+
+struct seen {
+	uint64_t n;
+	uint64_t lsn[4096];
+	uint64_t off[4096];
+	uint32_t len[4096];
+	uint64_t key0;  /* expected k of lsn[0] is key0 + (lsn - first) */
+	int check;      /* verify payloads as app() wrote them with k == lsn + delta */
+	int64_t delta;
+};
+
+static int collect(void *arg, const struct nvlog_rec *r)
+{
+	struct seen *s = arg;
+	if (s->n > 0)
+		assert_int_equal(r->lsn, s->lsn[s->n - 1] + 1);
+	if (s->check) {
+		uint64_t k = (uint64_t)((int64_t)r->lsn + s->delta);
+		uint8_t buf[2000];
+		assert_int_equal(r->len, plen(k));
+		assert_int_equal(r->type, 1 + k % 100);
+		pfill(buf, k, r->len);
+		assert_memory_equal(r->payload, buf, r->len);
+	}
+	if (s->n < 4096) {
+		s->lsn[s->n] = r->lsn;
+		s->off[s->n] = r->offset;
+		s->len[s->n] = r->len;
+	}
+	s->n++;
+	return 0;
+}
+
+static struct seen *scan_all(struct nvlog *log, struct nvlog_scan_report *rep)
+{
+	struct seen *s = calloc(1, sizeof(*s));
+	s->check = 1;
+	assert_int_equal(nvlog_scan(log, collect, s, rep), 0);
+	return s;
+}
+
+static void file_rw(const char *path, uint64_t off, void *buf, size_t n, bool write)
+{
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	ssize_t r = write ? pwrite(fd, buf, n, (off_t)off) : pread(fd, buf, n, (off_t)off);
+	assert_int_equal(r, (ssize_t)n);
+	close(fd);
+}
+
+static void flip_byte(const char *path, uint64_t off)
+{
+	uint8_t b;
+	file_rw(path, off, &b, 1, false);
+	b ^= 0x5a;
+	file_rw(path, off, &b, 1, true);
+}
+
+static struct nvlog *open_log(const char *path)
+{
+	struct nvlog *log = NULL;
+	struct nvlog_opts o = { .full_wait_ms = 50 };
+	assert_int_equal(nvlog_open(path, &o, &log), 0);
+	return log;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tdir, sizeof(tdir), "/dev/shm/test_nvlog.XXXXXX");
+	assert_non_null(mkdtemp(tdir));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
+	return system(cmd);
+}
+
+/* ---- tests ---- */
+
+static void test_crc32c(void **state)
+{
+	(void)state;
+	assert_int_equal(crc32c(0, "123456789", 9), 0xe3069283u);
+	assert_int_equal(crc32c_sw(0, "123456789", 9), 0xe3069283u);
+	uint8_t buf[1031];
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 131 + 7);
+	for (size_t a = 0; a < 9; a++)
+		assert_int_equal(crc32c(0, buf + a, sizeof(buf) - a), crc32c_sw(0, buf + a, sizeof(buf) - a));
+	assert_int_equal(crc32c(crc32c(0, buf, 100), buf + 100, 931), crc32c(0, buf, 1031));
+}
+
+/* reopen after a clean close: records, epoch, clean flag, boot id */
+static void test_reopen_clean(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "reopen");
+	assert_int_equal(nvlog_format(p, 1 << 20, NULL), 0);
+	struct nvlog *log = open_log(p);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_true(in.was_clean);
+	assert_true(in.boot_id_changed); /* a fresh log has no boot id */
+	assert_int_equal(in.epoch, 1);
+	assert_int_equal(in.tail_lsn, 1);
+	assert_int_equal(in.head_lsn, 0);
+	for (uint64_t k = 1; k <= 100; k++)
+		assert_int_equal(app(log, k), k);
+	nvlog_close(log, true);
+
+	log = open_log(p);
+	nvlog_info(log, &in);
+	assert_true(in.was_clean);
+	assert_false(in.boot_id_changed);
+	assert_int_equal(in.epoch, 2);
+	assert_int_equal(in.head_lsn, 100);
+	assert_int_equal(in.open_scan.end, NVLOG_SCAN_CLEAN);
+	struct nvlog_scan_report rep;
+	struct seen *s = scan_all(log, &rep);
+	assert_int_equal(s->n, 100);
+	assert_int_equal(rep.end, NVLOG_SCAN_CLEAN);
+	assert_int_equal(rep.first_lsn, 1);
+	assert_int_equal(rep.last_lsn, 100);
+	free(s);
+	/* appending goes on after the recovered head */
+	assert_int_equal(app(log, 101), 101);
+	nvlog_close(log, false);
+
+	log = open_log(p);
+	nvlog_info(log, &in);
+	assert_false(in.was_clean);
+	assert_int_equal(in.epoch, 3);
+	s = scan_all(log, &rep);
+	assert_int_equal(s->n, 101);
+	free(s);
+	nvlog_close(log, true);
+}
+
+/* format refuses live records unless forced; open formats a missing file */
+static void test_format_refuses_live(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "refuse");
+	struct nvlog *log = NULL;
+	struct nvlog_opts o = { .size = SMALL };
+	assert_int_equal(nvlog_open(p, &o, &log), 0); /* formats at first use */
+	app(log, 1);
+	nvlog_close(log, true);
+	assert_int_equal(nvlog_format(p, SMALL, NULL), -EEXIST);
+	o.flags = NVLOG_O_FORCE;
+	assert_int_equal(nvlog_format(p, SMALL, &o), 0);
+	log = open_log(p);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_int_equal(in.head_lsn, 0);
+	assert_int_equal(in.open_scan.records, 0);
+	nvlog_close(log, true);
+	/* an empty log may be reformatted, to another size too */
+	assert_int_equal(nvlog_format(p, 2 * SMALL, NULL), 0);
+	struct stat st;
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, 2 * SMALL);
+	assert_int_equal(nvlog_format(p, 4096, &o), -EINVAL);
+	/* not a log */
+	tpath(p, sizeof(p), "notalog");
+	int fd = open(p, O_CREAT | O_RDWR, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, SMALL), 0);
+	close(fd);
+	assert_int_equal(nvlog_open(p, NULL, &log), -EUCLEAN);
+}
+
+/* wrap-around across many laps, with pads and implicit wraps; reopen often */
+static void test_wrap_many_laps(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "laps");
+	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
+	struct nvlog *log = open_log(p);
+	uint64_t k = 0, trimmed = 0;
+	struct nvlog_info in;
+	for (int round = 0; round < 400; round++) {
+		int n = 1 + round % 13;
+		for (int i = 0; i < n; i++) {
+			k++;
+			uint64_t lsn;
+			uint8_t buf[2000];
+			pfill(buf, k, plen(k));
+			struct iovec iov = { buf, plen(k) };
+			nvlog_info(log, &in);
+			if (in.used_bytes > in.area_size / 2) { /* the destager's part */
+				trimmed = in.tail_lsn + (in.head_lsn - in.tail_lsn) / 2;
+				assert_int_equal(nvlog_trim(log, trimmed), 0);
+			}
+			assert_int_equal(nvlog_append(log, (uint16_t)(1 + k % 100), &iov, 1, &lsn), 0);
+			assert_int_equal(lsn, k);
+		}
+		if (round % 7 == 3) {
+			nvlog_close(log, round % 2);
+			log = open_log(p);
+			nvlog_info(log, &in);
+			assert_int_equal(in.head_lsn, k);
+			/* an unclean close leaves stale bytes of an earlier lap at the
+			 * head: reported TORN, never CORRUPT */
+			if (round % 2)
+				assert_int_equal(in.open_scan.end, NVLOG_SCAN_CLEAN);
+			else
+				assert_int_not_equal(in.open_scan.end, NVLOG_SCAN_CORRUPT);
+			struct nvlog_scan_report rep;
+			struct seen *s = scan_all(log, &rep);
+			assert_int_equal(s->n, k - in.tail_lsn + 1);
+			assert_int_equal(rep.end, NVLOG_SCAN_CLEAN);
+			free(s);
+		}
+	}
+	nvlog_info(log, &in);
+	/* ~1.3 million payload bytes went through a 64 KiB area */
+	assert_true(k * 700 > 15 * in.area_size);
+	nvlog_close(log, true);
+}
+
+/* find the records of a closed log: lsn -> file offset and length */
+static struct seen *records_of(const char *path)
+{
+	struct nvlog *log = open_log(path);
+	struct seen *s = calloc(1, sizeof(*s));
+	assert_int_equal(nvlog_scan(log, collect, s, NULL), 0);
+	nvlog_close(log, true);
+	return s;
+}
+
+/* a torn record at the head is dropped, everything before it survives */
+static void test_torn_head(void **state)
+{
+	(void)state;
+	char p[128];
+	for (int variant = 0; variant < 4; variant++) {
+		tpath(p, sizeof(p), "torn");
+		struct nvlog_opts fo = { .flags = NVLOG_O_FORCE };
+		assert_int_equal(nvlog_format(p, 1 << 20, &fo), 0);
+		struct nvlog *log = open_log(p);
+		for (uint64_t k = 1; k <= 20; k++)
+			app(log, k + 1000); /* payload long enough to cut */
+		nvlog_close(log, false);
+		struct seen *s = records_of(p);
+		assert_int_equal(s->n, 20);
+		uint64_t off = s->off[19], len = s->len[19];
+		uint8_t zero[4096] = { 0 };
+		switch (variant) {
+		case 0: /* truncated mid-record: the second half never landed */
+			file_rw(p, off + NVLOG_HDR_SIZE + len / 2, zero, len - len / 2, true);
+			break;
+		case 1: /* a flipped byte in the payload of the last record */
+			flip_byte(p, off + NVLOG_HDR_SIZE + len - 1);
+			break;
+		case 2: /* a flipped byte in its header */
+			flip_byte(p, off + 10);
+			break;
+		case 3: /* only the header landed */
+			file_rw(p, off + NVLOG_HDR_SIZE, zero, len, true);
+			break;
+		}
+		free(s);
+		log = open_log(p);
+		struct nvlog_info in;
+		nvlog_info(log, &in);
+		assert_int_equal(in.open_scan.end, NVLOG_SCAN_TORN);
+		assert_int_equal(in.open_scan.bad_lsn, 20);
+		assert_int_equal(in.open_scan.bad_offset, off);
+		assert_false(in.read_only);
+		assert_int_equal(in.head_lsn, 19);
+		struct seen *s2 = calloc(1, sizeof(*s2));
+		s2->check = 1;
+		s2->delta = 1000;
+		nvlog_scan(log, collect, s2, NULL);
+		assert_int_equal(s2->n, 19);
+		free(s2);
+		/* the head resumes at the torn place */
+		assert_int_equal(app(log, 2000), 20);
+		nvlog_close(log, true);
+		log = open_log(p);
+		nvlog_info(log, &in);
+		assert_int_equal(in.head_lsn, 20);
+		nvlog_close(log, true);
+	}
+}
+
+/* a bad record in the middle, followed by valid ones, is corruption */
+static void test_corrupt_middle(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "corrupt");
+	assert_int_equal(nvlog_format(p, 1 << 20, NULL), 0);
+	struct nvlog *log = open_log(p);
+	for (uint64_t k = 1; k <= 30; k++)
+		app(log, k + 1000);
+	nvlog_close(log, true);
+	struct seen *s = records_of(p);
+	uint64_t off = s->off[9]; /* LSN 10 */
+	flip_byte(p, off + NVLOG_HDR_SIZE + 3);
+	free(s);
+
+	log = open_log(p);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_int_equal(in.open_scan.end, NVLOG_SCAN_CORRUPT);
+	assert_int_equal(in.open_scan.bad_lsn, 10);
+	assert_int_equal(in.open_scan.bad_offset, off);
+	assert_true(in.open_scan.proof_lsn > 10);
+	assert_string_equal(in.open_scan.why, "crc");
+	assert_true(in.read_only);
+	struct nvlog_scan_report rep;
+	struct seen *s2 = calloc(1, sizeof(*s2));
+	s2->check = 1;
+	s2->delta = 1000;
+	nvlog_scan(log, collect, s2, &rep);
+	assert_int_equal(s2->n, 9); /* what is before the bad record can be salvaged */
+	assert_int_equal(rep.end, NVLOG_SCAN_CORRUPT);
+	free(s2);
+	uint64_t lsn;
+	struct iovec iov = { "x", 1 };
+	assert_int_equal(nvlog_append(log, 1, &iov, 1, &lsn), -EROFS);
+	/* the operator resets it after salvage */
+	assert_int_equal(nvlog_reset(log), 0);
+	assert_int_equal(nvlog_append(log, 1, &iov, 1, &lsn), 0);
+	assert_int_equal(lsn, 10);
+	nvlog_close(log, true);
+	log = open_log(p);
+	nvlog_info(log, &in);
+	assert_int_equal(in.open_scan.end, NVLOG_SCAN_CLEAN);
+	assert_int_equal(in.open_scan.records, 1);
+	assert_false(in.read_only);
+	nvlog_close(log, true);
+}
+
+/* a valid record from an earlier lap, or an earlier format, never validates */
+static void test_stale_never_validates(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "stale");
+	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
+	struct nvlog *log = open_log(p);
+	/* fill about 1.5 laps, trimming, so the area holds records of two laps */
+	uint64_t k;
+	struct nvlog_info in;
+	for (k = 1;; k++) {
+		uint8_t buf[512];
+		pfill(buf, k, sizeof(buf));
+		struct iovec iov = { buf, sizeof(buf) };
+		uint64_t lsn;
+		assert_int_equal(nvlog_append(log, 7, &iov, 1, &lsn), 0);
+		if (k % 8 == 0)
+			assert_int_equal(nvlog_trim(log, k - 4), 0);
+		nvlog_info(log, &in);
+		if (k * NVLOG_REC_SIZE(512) > in.area_size * 3 / 2)
+			break;
+	}
+	assert_int_equal(nvlog_trim(log, k), 0); /* empty: every byte is stale */
+	nvlog_close(log, true);
+	log = open_log(p);
+	nvlog_info(log, &in);
+	assert_int_equal(in.open_scan.records, 0);
+	assert_int_equal(in.open_scan.end, NVLOG_SCAN_CLEAN);
+	assert_int_equal(in.tail_lsn, k + 1);
+	/* now copy an old record (valid CRC, earlier lap) to where the next one goes */
+	uint64_t lsn;
+	struct iovec iov = { "y", 1 };
+	assert_int_equal(nvlog_append(log, 7, &iov, 1, &lsn), 0);
+	nvlog_close(log, true);
+	struct seen *s = records_of(p);
+	assert_int_equal(s->n, 1);
+	uint64_t head_off = s->off[0] + NVLOG_REC_SIZE(1);
+	free(s);
+	uint8_t old[NVLOG_HDR_SIZE + 512];
+	file_rw(p, NVLOG_AREA_OFF, old, sizeof(old), false); /* an early record at offset 0 */
+	struct nvlog_rec_hdr h;
+	memcpy(&h, old, sizeof(h));
+	assert_true(h.lsn < k); /* from an earlier lap */
+	if (head_off + sizeof(old) <= SMALL)
+		file_rw(p, head_off, old, sizeof(old), true);
+	log = open_log(p);
+	nvlog_info(log, &in);
+	assert_int_equal(in.open_scan.records, 1);
+	assert_int_equal(in.open_scan.end, NVLOG_SCAN_CLEAN); /* stale, not torn */
+	nvlog_close(log, true);
+
+	/* records of an earlier format (another salt) */
+	tpath(p, sizeof(p), "stale2");
+	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
+	log = open_log(p);
+	for (k = 1; k <= 10; k++)
+		app(log, k);
+	nvlog_close(log, true);
+	uint8_t *area = malloc(SMALL - NVLOG_AREA_OFF);
+	file_rw(p, NVLOG_AREA_OFF, area, SMALL - NVLOG_AREA_OFF, false);
+	struct nvlog_opts fo = { .flags = NVLOG_O_FORCE };
+	assert_int_equal(nvlog_format(p, SMALL, &fo), 0);
+	file_rw(p, NVLOG_AREA_OFF, area, SMALL - NVLOG_AREA_OFF, true);
+	free(area);
+	log = open_log(p);
+	nvlog_info(log, &in);
+	assert_int_equal(in.open_scan.records, 0);
+	assert_int_not_equal(in.open_scan.end, NVLOG_SCAN_CORRUPT);
+	nvlog_close(log, true);
+}
+
+/* a record written past a hole by an earlier crashed run never validates */
+static void test_stale_epoch(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "epoch");
+	assert_int_equal(nvlog_format(p, 1 << 20, NULL), 0);
+	struct nvlog *log = open_log(p);
+	for (uint64_t k = 1; k <= 4; k++)
+		app(log, k);
+	/* 5 and 6 copied before either is durable, as by two threads */
+	uint64_t l5, l6;
+	uint8_t b5[2000], b6[2000];
+	pfill(b5, 5, plen(5));
+	pfill(b6, 6, plen(6));
+	struct iovec i5 = { b5, plen(5) }, i6 = { b6, plen(6) };
+	assert_int_equal(nvlog_append_nowait(log, 1 + 5 % 100, &i5, 1, &l5), 0);
+	assert_int_equal(nvlog_append_nowait(log, 1 + 6 % 100, &i6, 1, &l6), 0);
+	assert_int_equal(nvlog_wait(log, l6), 0);
+	nvlog_close(log, false);
+	struct seen *s = records_of(p); /* opens: epoch 2 */
+	/* run 1's record 5 is torn, 6 intact: run 2 resumes at 5 */
+	uint64_t off5 = s->off[4];
+	free(s);
+	flip_byte(p, off5 + NVLOG_HDR_SIZE);
+	log = open_log(p);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_int_equal(in.open_scan.end, NVLOG_SCAN_TORN);
+	assert_int_equal(in.head_lsn, 4);
+	/* run 3 writes a new record 5 of exactly the old size: the old 6 lies
+	 * where the new 6 is expected, with the right LSN and CRC, but an older
+	 * epoch */
+	uint8_t buf[2000];
+	pfill(buf, 5, plen(5));
+	struct iovec iov = { buf, plen(5) };
+	uint64_t lsn;
+	assert_int_equal(nvlog_append(log, 1 + 5 % 100, &iov, 1, &lsn), 0);
+	assert_int_equal(lsn, 5);
+	nvlog_close(log, true);
+	log = open_log(p);
+	nvlog_info(log, &in);
+	assert_int_equal(in.head_lsn, 5);
+	assert_int_equal(in.open_scan.records, 5);
+	nvlog_close(log, true);
+}
+
+/* lengths that point outside the area are refused before anything is read */
+static void test_length_bounds(void **state)
+{
+	(void)state;
+	char p[128];
+	uint32_t bad_len[] = { 0xffffffffu, 0x7ffffff0u, SMALL, SMALL - NVLOG_AREA_OFF - 8 };
+	for (unsigned v = 0; v < sizeof(bad_len) / sizeof(bad_len[0]); v++) {
+		tpath(p, sizeof(p), "bounds");
+		struct nvlog_opts fo = { .flags = NVLOG_O_FORCE };
+		assert_int_equal(nvlog_format(p, SMALL, &fo), 0);
+		struct nvlog *log = open_log(p);
+		for (uint64_t k = 1; k <= 5; k++)
+			app(log, k);
+		nvlog_close(log, true);
+		struct seen *s = records_of(p);
+		uint64_t off = s->off[4];
+		free(s);
+		file_rw(p, off + offsetof(struct nvlog_rec_hdr, len), &bad_len[v], 4, true);
+		log = open_log(p); /* ASan would catch a read past the mapping */
+		struct nvlog_info in;
+		nvlog_info(log, &in);
+		assert_int_equal(in.head_lsn, 4);
+		assert_int_equal(in.open_scan.end, NVLOG_SCAN_TORN);
+		assert_string_equal(in.open_scan.why, "length");
+		nvlog_close(log, true);
+	}
+	/* oversize appends are refused too */
+	tpath(p, sizeof(p), "bounds");
+	struct nvlog *log = open_log(p);
+	uint64_t lsn;
+	size_t max = nvlog_max_payload(log);
+	uint8_t *big = calloc(1, max + 1);
+	struct iovec iov = { big, max + 1 };
+	assert_int_equal(nvlog_append(log, 1, &iov, 1, &lsn), -EINVAL);
+	iov.iov_len = max;
+	assert_int_equal(nvlog_append(log, 1, &iov, 1, &lsn), 0);
+	assert_int_equal(nvlog_append(log, 0, &iov, 1, &lsn), -EINVAL);
+	assert_int_equal(nvlog_append(log, NVLOG_TYPE_PAD, &iov, 1, &lsn), -EINVAL);
+	free(big);
+	nvlog_close(log, true);
+}
+
+/* a superblock slot torn mid-update: the other slot wins */
+static void test_superblock_torn(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "sb");
+	assert_int_equal(nvlog_format(p, 1 << 20, NULL), 0);
+	struct nvlog *log = open_log(p);
+	for (uint64_t k = 1; k <= 10; k++)
+		app(log, k);
+	assert_int_equal(nvlog_trim(log, 5), 0);
+	nvlog_close(log, false); /* no superblock update at close */
+	struct nvlog_sb sb[2];
+	file_rw(p, NVLOG_SB_SLOT_OFF0, &sb[0], sizeof(sb[0]), false);
+	file_rw(p, NVLOG_SB_SLOT_OFF1, &sb[1], sizeof(sb[1]), false);
+	int cur = sb[1].seq > sb[0].seq;
+	assert_int_equal(sb[cur].tail_lsn, 6);
+	assert_int_equal(sb[1 - cur].tail_lsn, 1);
+	/* tear the newest slot in its middle, as a crash during its persist */
+	uint8_t junk[40];
+	memset(junk, 0xa5, sizeof(junk));
+	file_rw(p, (cur ? NVLOG_SB_SLOT_OFF1 : NVLOG_SB_SLOT_OFF0) + 60, junk, sizeof(junk), true);
+	log = open_log(p);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	/* the trim is undone: records 1-5 are live again (replay is idempotent) */
+	assert_int_equal(in.tail_lsn, 1);
+	assert_int_equal(in.head_lsn, 10);
+	assert_int_equal(in.epoch, 2); /* the older slot had epoch 1 */
+	struct seen *s = scan_all(log, NULL);
+	assert_int_equal(s->n, 10);
+	free(s);
+	nvlog_close(log, true);
+	/* both slots bad: not a log */
+	memset(junk, 0, sizeof(junk));
+	file_rw(p, NVLOG_SB_SLOT_OFF0 + 8, junk, 8, true);
+	file_rw(p, NVLOG_SB_SLOT_OFF1 + 8, junk, 8, true);
+	assert_int_equal(nvlog_open(p, NULL, &log), -EUCLEAN);
+}
+
+struct mt_arg {
+	struct nvlog *log;
+	int id, n;
+	uint64_t *lsns;
+};
+
+static void *mt_worker(void *a)
+{
+	struct mt_arg *m = a;
+	for (int i = 0; i < m->n; i++) {
+		uint64_t v[2] = { (uint64_t)m->id, (uint64_t)i }, lsn;
+		struct iovec iov = { v, sizeof(v) };
+		int rc = (i % 2) ? nvlog_append(m->log, 2, &iov, 1, &lsn)
+		    : nvlog_append_nowait(m->log, 2, &iov, 1, &lsn);
+		if (rc == 0 && !(i % 2))
+			rc = nvlog_wait(m->log, lsn);
+		assert_int_equal(rc, 0);
+		assert_true(nvlog_durable_lsn(m->log) >= lsn);
+		m->lsns[i] = lsn;
+	}
+	return NULL;
+}
+
+struct mt_check {
+	int next[8];
+	uint64_t n;
+};
+
+static int mt_cb(void *arg, const struct nvlog_rec *r)
+{
+	struct mt_check *c = arg;
+	uint64_t v[2];
+	assert_int_equal(r->len, sizeof(v));
+	memcpy(v, r->payload, sizeof(v));
+	assert_true(v[0] < 8);
+	assert_int_equal(v[1], c->next[v[0]]); /* each thread's records in its order */
+	c->next[v[0]]++;
+	c->n++;
+	return 0;
+}
+
+/* group commit from 8 threads: unique LSNs, every record once, batches */
+static void test_group_commit_threads(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "mt");
+	assert_int_equal(nvlog_format(p, 8 << 20, NULL), 0);
+	struct nvlog *log = open_log(p);
+	enum { T = 8, N = 2000 };
+	pthread_t th[T];
+	struct mt_arg a[T];
+	for (int i = 0; i < T; i++) {
+		a[i] = (struct mt_arg){ .log = log, .id = i, .n = N, .lsns = calloc(N, 8) };
+		pthread_create(&th[i], NULL, mt_worker, &a[i]);
+	}
+	for (int i = 0; i < T; i++)
+		pthread_join(th[i], NULL);
+	uint8_t *seen = calloc(T * N + 1, 1);
+	for (int i = 0; i < T; i++) {
+		for (int j = 0; j < N; j++) {
+			uint64_t l = a[i].lsns[j];
+			assert_true(l >= 1 && l <= T * N);
+			assert_int_equal(seen[l], 0);
+			seen[l] = 1;
+			if (j)
+				assert_true(l > a[i].lsns[j - 1]);
+		}
+		free(a[i].lsns);
+	}
+	free(seen);
+	struct nvlog_stats st;
+	nvlog_stats(log, &st);
+	assert_int_equal(st.appends, T * N);
+	assert_int_equal(st.durable_lsn, T * N);
+	uint64_t batches = 0;
+	for (int b = 0; b < NVLOG_BATCH_BUCKETS; b++)
+		batches += st.batch_hist[b];
+	assert_int_equal(batches, st.persists);
+	assert_true(st.persists <= T * N);
+	struct mt_check c = { { 0 }, 0 };
+	nvlog_close(log, true);
+	log = open_log(p);
+	assert_int_equal(nvlog_scan(log, mt_cb, &c, NULL), 0);
+	assert_int_equal(c.n, T * N);
+	nvlog_close(log, true);
+}
+
+struct trimmer {
+	struct nvlog *log;
+	int delay_ms;
+};
+
+static void *trim_later(void *a)
+{
+	struct trimmer *t = a;
+	struct timespec ts = { 0, t->delay_ms * 1000000L };
+	nanosleep(&ts, NULL);
+	nvlog_trim(t->log, UINT64_MAX);
+	return NULL;
+}
+
+/* a full log waits for trim, bounded, then -EAGAIN; it never overwrites */
+static void test_full_log(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "full");
+	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
+	struct nvlog *log = open_log(p); /* full_wait_ms = 50 */
+	uint8_t buf[1000] = { 1 };
+	struct iovec iov = { buf, sizeof(buf) };
+	uint64_t lsn, n = 0;
+	int rc;
+	struct timespec t0, t1;
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = nvlog_append(log, 3, &iov, 1, &lsn);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (rc)
+			break;
+		n++;
+	}
+	assert_int_equal(rc, -EAGAIN);
+	double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	assert_true(waited >= 0.045 && waited < 2.0);
+	assert_true(n >= 60);
+	struct nvlog_stats st;
+	nvlog_stats(log, &st);
+	assert_int_equal(st.full_waits, 1);
+	assert_int_equal(st.full_timeouts, 1);
+	assert_true(st.used_bytes <= st.area_bytes);
+	/* a trim from another thread lets a waiting append through */
+	pthread_t th;
+	struct trimmer t = { log, 20 };
+	pthread_create(&th, NULL, trim_later, &t);
+	rc = nvlog_append(log, 3, &iov, 1, &lsn);
+	pthread_join(th, NULL);
+	assert_int_equal(rc, 0);
+	assert_int_equal(lsn, n + 1);
+	nvlog_close(log, true);
+	/* nothing live was overwritten: the scan holds exactly the last record */
+	log = open_log(p);
+	struct seen *s = calloc(1, sizeof(*s));
+	nvlog_scan(log, collect, s, NULL);
+	assert_int_equal(s->n, 1);
+	assert_int_equal(s->lsn[0], n + 1);
+	free(s);
+	nvlog_close(log, true);
+}
+
+/* two-phase append, trim clamping, statistics */
+static void test_nowait_trim_stats(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "stats");
+	assert_int_equal(nvlog_format(p, 1 << 20, NULL), 0);
+	struct nvlog *log = open_log(p);
+	uint64_t l1, l2;
+	struct iovec iov[2] = { { "ab", 2 }, { "cde", 3 } };
+	assert_int_equal(nvlog_append_nowait(log, 9, iov, 2, &l1), 0);
+	assert_int_equal(nvlog_append_nowait(log, 9, iov, 1, &l2), 0);
+	assert_int_equal(l2, l1 + 1);
+	assert_int_equal(nvlog_durable_lsn(log), 0);
+	assert_int_equal(nvlog_trim(log, 2), 0); /* nothing durable: no-op */
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_int_equal(in.tail_lsn, 1);
+	assert_int_equal(nvlog_wait(log, l2), 0);
+	assert_int_equal(nvlog_durable_lsn(log), 2);
+	assert_int_equal(nvlog_wait(log, 3), -EINVAL); /* never reserved */
+	struct nvlog_stats st;
+	nvlog_stats(log, &st);
+	assert_int_equal(st.appends, 2);
+	assert_int_equal(st.append_bytes, 7);
+	assert_int_equal(st.persists, 1);
+	assert_int_equal(st.batch_hist[1], 1); /* two records in one persist */
+	assert_int_equal(st.used_bytes, NVLOG_REC_SIZE(5) + NVLOG_REC_SIZE(2));
+	assert_true(st.oldest_age_ns < 10ull * 1000000000ull);
+	assert_int_equal(nvlog_trim(log, 1), 0);
+	nvlog_stats(log, &st);
+	assert_int_equal(st.tail_lsn, 2);
+	assert_int_equal(st.trims, 1);
+	assert_int_equal(st.used_bytes, NVLOG_REC_SIZE(2));
+	struct seen *s = calloc(1, sizeof(*s));
+	nvlog_scan(log, collect, s, NULL);
+	assert_int_equal(s->n, 1);
+	assert_int_equal(s->lsn[0], 2);
+	free(s);
+	nvlog_stats_reset(log);
+	nvlog_stats(log, &st);
+	assert_int_equal(st.appends, 0);
+	assert_int_equal(st.tail_lsn, 2);
+	assert_int_equal(nvlog_trim(log, UINT64_MAX), 0);
+	nvlog_stats(log, &st);
+	assert_int_equal(st.used_bytes, 0);
+	assert_int_equal(st.oldest_age_ns, 0);
+	nvlog_info(log, &in);
+	assert_string_equal(in.kind_name, getenv("PMEM_IS_PMEM_FORCE") ? "emulated" : "msync");
+	nvlog_close(log, true);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_crc32c),
+		cmocka_unit_test(test_reopen_clean),
+		cmocka_unit_test(test_format_refuses_live),
+		cmocka_unit_test(test_wrap_many_laps),
+		cmocka_unit_test(test_torn_head),
+		cmocka_unit_test(test_corrupt_middle),
+		cmocka_unit_test(test_stale_never_validates),
+		cmocka_unit_test(test_stale_epoch),
+		cmocka_unit_test(test_length_bounds),
+		cmocka_unit_test(test_superblock_torn),
+		cmocka_unit_test(test_group_commit_threads),
+		cmocka_unit_test(test_full_log),
+		cmocka_unit_test(test_nowait_trim_stats),
+	};
+	return cmocka_run_group_tests_name("nvlog", tests, setup, teardown);
+}
