@@ -10,10 +10,14 @@ $(CACHE_LIB): $(CACHE_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-NVLOG_TESTS := $(T)/unit/test_nvlog
+NVLOG_TESTS := $(T)/unit/test_nvlog $(T)/unit/test_nvlog_powerloss
 TEST_PROGS += $(NVLOG_TESTS)
 
 $(T)/unit/test_nvlog: $(O)/tests/unit/test_nvlog.o $(CACHE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+$(T)/unit/test_nvlog_powerloss: $(O)/tests/unit/test_nvlog_powerloss.o $(CACHE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 

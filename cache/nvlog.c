@@ -356,6 +356,8 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 			return -errno;
 	}
 
+	if (ops && ops->mapped)
+		ops->mapped(ops->ctx, base, mlen);
 	struct nvlog_sb sb = {
 		.magic = NVLOG_SB_MAGIC, .version = NVLOG_VERSION, .clean = 1, .seq = 1,
 		.size = size, .area_off = NVLOG_AREA_OFF, .area_len = size - NVLOG_AREA_OFF,
@@ -433,6 +435,8 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 		log->kind = NVLOG_KIND_MSYNC;
 		log->ops = nvlog_msync_ops;
 	}
+	if (log->ops.mapped)
+		log->ops.mapped(log->ops.ctx, base, mlen);
 	if (!(o && (o->flags & NVLOG_O_NO_PREFAULT)))
 		nvlog_prefault(base, mlen);
 

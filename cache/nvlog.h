@@ -45,6 +45,7 @@ struct nvlog_persist_ops {
 	void (*copy)(void *ctx, void *dst, const void *src, size_t n);
 	void (*drain)(void *ctx);
 	int (*persist)(void *ctx, const void *addr, size_t n);
+	void (*mapped)(void *ctx, void *base, size_t len); /* optional: told the mapping at open/format */
 	void *ctx;
 };
 
