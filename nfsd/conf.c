@@ -1,0 +1,154 @@
+/*
+ * conf.c -- presto.conf parsing (see conf.h).
+ */
+#include "nfsd/conf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void conf_defaults(struct nfsd_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->exports, sizeof(c->exports), "/etc/presto/exports");
+	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/presto");
+	snprintf(c->bind[0], sizeof(c->bind[0]), "0.0.0.0");
+	snprintf(c->bind[1], sizeof(c->bind[1]), "::");
+	c->nbind = 2;
+	c->nfs_port = 2049;
+	c->mount_port = 20048;
+	c->rpcbind = true;
+	c->threads = 16;
+}
+
+static int parse_uint(const char *v, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || end == v || *end || n > max || v[0] == '-')
+		return -EINVAL;
+	*out = (unsigned)n;
+	return 0;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
+		*out = true;
+	else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0"))
+		*out = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int set_str(char *dst, size_t len, const char *v)
+{
+	if (strlen(v) >= len)
+		return -ENAMETOOLONG;
+	snprintf(dst, len, "%s", v);
+	return 0;
+}
+
+int conf_set(struct nfsd_conf *c, const char *key, const char *v, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!strcmp(key, "exports"))
+		rc = set_str(c->exports, sizeof(c->exports), v);
+	else if (!strcmp(key, "state_dir"))
+		rc = set_str(c->state_dir, sizeof(c->state_dir), v);
+	else if (!strcmp(key, "bind")) {
+		/* a comma-separated list of numeric addresses */
+		char tmp[CONF_MAX_BIND * 64], *save = NULL, *tok;
+		if (set_str(tmp, sizeof(tmp), v) < 0) {
+			rc = -EINVAL;
+			goto out;
+		}
+		c->nbind = 0;
+		rc = 0;
+		for (tok = strtok_r(tmp, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+			if (c->nbind == CONF_MAX_BIND || strlen(tok) >= sizeof(c->bind[0])) {
+				rc = -EINVAL;
+				break;
+			}
+			snprintf(c->bind[c->nbind++], sizeof(c->bind[0]), "%s", tok);
+		}
+		if (c->nbind == 0)
+			rc = -EINVAL;
+	} else if (!strcmp(key, "nfs_port"))
+		rc = parse_uint(v, 65535, &c->nfs_port);
+	else if (!strcmp(key, "mount_port"))
+		rc = parse_uint(v, 65535, &c->mount_port);
+	else if (!strcmp(key, "rpcbind"))
+		rc = parse_bool(v, &c->rpcbind);
+	else if (!strcmp(key, "threads")) {
+		rc = parse_uint(v, 256, &c->threads);
+		if (rc == 0 && c->threads == 0)
+			rc = -EINVAL;
+	} else if (!strcmp(key, "foreground"))
+		rc = parse_bool(v, &c->foreground);
+	else if (!strcmp(key, "debug"))
+		rc = parse_bool(v, &c->debug);
+	else {
+		snprintf(err, errlen, "unknown key \"%s\"", key);
+		return -ENOENT;
+	}
+out:
+	if (rc < 0)
+		snprintf(err, errlen, "bad value \"%s\" for %s", v, key);
+	return rc;
+}
+
+static char *trim(char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int conf_load(struct nfsd_conf *c, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char line[8192], msg[512];
+	unsigned lineno = 0;
+	int rc = 0;
+
+	if (!f) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return rc;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		char *h = strchr(line, '#');
+		if (h)
+			*h = '\0';
+		char *s = trim(line);
+		if (!*s)
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%u: expected \"key = value\"", path, lineno);
+			rc = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		char *k = trim(s), *v = trim(eq + 1);
+		if ((rc = conf_set(c, k, v, msg, sizeof(msg))) < 0) {
+			snprintf(err, errlen, "%s:%u: %s", path, lineno, msg);
+			rc = -EINVAL;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}

@@ -1,0 +1,34 @@
+/*
+ * conf.h -- presto-nfsd's configuration: etc/presto.conf ("key = value"
+ * lines, '#' comments), then the command line on top of it.
+ */
+#ifndef PRESTO_CONF_H
+#define PRESTO_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define CONF_MAX_BIND 4
+
+struct nfsd_conf {
+	char exports[4096];
+	char state_dir[4096];
+	char bind[CONF_MAX_BIND][64];	/* numeric addresses */
+	unsigned nbind;
+	unsigned nfs_port;
+	unsigned mount_port;
+	bool rpcbind;
+	unsigned threads;
+	bool foreground;
+	bool debug;
+};
+
+/* conf_defaults -- the built-in defaults (documented in etc/presto.conf). */
+void conf_defaults(struct nfsd_conf *c);
+/* conf_load -- read path into c. Returns 0 or -errno; err gets FILE:LINE:
+ * message for a syntax error or an unknown key. */
+int conf_load(struct nfsd_conf *c, const char *path, char *err, size_t errlen);
+/* conf_set -- set one key from text (also used for command-line flags). */
+int conf_set(struct nfsd_conf *c, const char *key, const char *value, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,343 @@
+/*
+ * dispatch.c -- from a call record to a reply record (RFC 5531).
+ *
+ * Runs on a worker thread: decode the call header with libtirpc's XDR,
+ * authenticate (AUTH_SYS, AUTH_NONE), find the procedure in the program's
+ * table, decode its arguments, consult the duplicate request cache for
+ * non-idempotent procedures, run the handler, encode the reply with
+ * xdr_replymsg and hand it to the transport. Every failure that RFC 5531 can
+ * express gets its reply (RPC_MISMATCH, AUTH_ERROR, PROG_UNAVAIL,
+ * PROG_MISMATCH, PROC_UNAVAIL, GARBAGE_ARGS, SYSTEM_ERR); a record too short
+ * to carry an xid closes its connection.
+ */
+#include "nfsd/nfsd.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nfsd/drc.h"
+#include "nfsd/export_table.h"
+#include "nfsd/log.h"
+#include "nfsd/stats.h"
+#include "nfsd/vfs.h"
+
+#define NFS_PROGRAM_NUM   100003u
+#define MOUNT_PROGRAM_NUM 100005u
+#define RPCSEC_GSS_FLAVOR 6u
+/* The largest reply we build: a READ of NFSD_MAX_IO plus headers. */
+#define REPLY_MAX (NFSD_MAX_IO + 64 * 1024)
+
+struct nfsd_settings nfsd_settings;
+
+const char *addr_to_string(const struct sockaddr *sa, char *buf, size_t len)
+{
+	if (sa->sa_family == AF_INET)
+		return inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len);
+	if (sa->sa_family == AF_INET6)
+		return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
+	snprintf(buf, len, "?");
+	return buf;
+}
+
+/* send_msg -- encode msg into a new record and reply with it. Returns the
+ * record (for the DRC) through rec/len when asked, else frees it after the
+ * transport took its copy. */
+static int encode_msg(struct rpc_msg *msg, size_t hint, uint8_t **rec, size_t *len)
+{
+	size_t size = hint;
+
+	for (;;) {
+		uint8_t *buf = malloc(size + 4);
+		XDR x;
+
+		if (!buf)
+			return -ENOMEM;
+		xdrmem_create(&x, (char *)buf + 4, (u_int)size, XDR_ENCODE);
+		if (xdr_replymsg(&x, msg)) {
+			*len = xdr_getpos(&x) + 4;
+			xdr_destroy(&x);
+			*rec = buf;
+			return 0;
+		}
+		xdr_destroy(&x);
+		free(buf);
+		if (size >= REPLY_MAX)
+			return -EMSGSIZE;
+		size = size * 4 > REPLY_MAX ? REPLY_MAX : size * 4;
+	}
+}
+
+static void reply_msg(struct rpc_req *req, struct rpc_msg *msg)
+{
+	uint8_t *rec;
+	size_t len;
+
+	if (encode_msg(msg, NFSD_REPLY_SMALL, &rec, &len) < 0) {
+		rpc_drop(req);
+		return;
+	}
+	rpc_reply(req, rec, len);
+}
+
+static void reply_accepted(struct rpc_req *req, uint32_t xid, enum accept_stat st,
+			   uint32_t lo, uint32_t hi)
+{
+	struct rpc_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.rm_xid = xid;
+	m.rm_direction = REPLY;
+	m.rm_reply.rp_stat = MSG_ACCEPTED;
+	m.acpted_rply.ar_verf = _null_auth;
+	m.acpted_rply.ar_stat = st;
+	if (st == PROG_MISMATCH) {
+		m.acpted_rply.ar_vers.low = lo;
+		m.acpted_rply.ar_vers.high = hi;
+	} else if (st == SUCCESS) {
+		m.acpted_rply.ar_results.where = NULL;
+		m.acpted_rply.ar_results.proc = XDRPROC(xdr_void);
+	}
+	reply_msg(req, &m);
+}
+
+static void reply_denied(struct rpc_req *req, uint32_t xid, enum reject_stat rs, enum auth_stat why)
+{
+	struct rpc_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.rm_xid = xid;
+	m.rm_direction = REPLY;
+	m.rm_reply.rp_stat = MSG_DENIED;
+	m.rjcted_rply.rj_stat = rs;
+	if (rs == RPC_MISMATCH) {
+		m.rjcted_rply.rj_vers.low = 2;
+		m.rjcted_rply.rj_vers.high = 2;
+	} else {
+		m.rjcted_rply.rj_why = why;
+	}
+	reply_msg(req, &m);
+}
+
+/* decode_cred -- fill c->cred from an RPC credential; returns the auth_stat
+ * to refuse it with, or AUTH_OK. */
+static enum auth_stat decode_cred(struct call *c, const struct opaque_auth *cred)
+{
+	switch (cred->oa_flavor) {
+	case AUTH_NONE:
+		/* anonymous: mapped to the export's anonuid/anongid */
+		c->cred.flavor = AUTH_NONE;
+		c->cred.uid = c->cred.gid = 65534;
+		c->cred.ngids = 0;
+		return AUTH_OK;
+	case AUTH_SYS: {
+		char mach[MAX_MACHINE_NAME + 1];
+		gid_t gids[NGRPS];
+		struct authunix_parms p;
+		XDR x;
+		bool ok;
+
+		memset(&p, 0, sizeof(p));
+		p.aup_machname = mach;
+		p.aup_gids = gids;
+		/* with the buffers preset, the decoder allocates nothing */
+		xdrmem_create(&x, cred->oa_base, cred->oa_length, XDR_DECODE);
+		ok = xdr_authunix_parms(&x, &p);
+		xdr_destroy(&x);
+		if (!ok || p.aup_len > NFSD_MAX_GIDS)
+			return AUTH_BADCRED;
+		c->cred.flavor = AUTH_SYS;
+		c->cred.uid = p.aup_uid;
+		c->cred.gid = p.aup_gid;
+		c->cred.ngids = p.aup_len;
+		for (unsigned i = 0; i < p.aup_len; i++)
+			c->cred.gids[i] = gids[i];
+		return AUTH_OK;
+	}
+	case AUTH_DES:
+	case RPCSEC_GSS_FLAVOR:
+		return AUTH_TOOWEAK;
+	default:
+		return AUTH_BADCRED;
+	}
+}
+
+static const struct rpc_proc *find_proc(struct rpc_req *req, struct call *c)
+{
+	const struct rpc_proc *t;
+	unsigned n;
+
+	switch (c->prog) {
+	case NFS_PROGRAM_NUM:
+		if (c->vers != 3) {
+			reply_accepted(req, c->xid, PROG_MISMATCH, 3, 3);
+			return NULL;
+		}
+		t = nfs3_procs;
+		n = nfs3_nprocs;
+		break;
+	case MOUNT_PROGRAM_NUM:
+		if (c->vers == 3) {
+			t = mount3_procs;
+			n = mount3_nprocs;
+		} else if (c->vers == 1 || c->vers == 2) {
+			t = mount1_procs;
+			n = mount1_nprocs;
+		} else {
+			reply_accepted(req, c->xid, PROG_MISMATCH, 1, 3);
+			return NULL;
+		}
+		break;
+	default:
+		reply_accepted(req, c->xid, PROG_UNAVAIL, 0, 0);
+		return NULL;
+	}
+	if (c->proc >= n || !t[c->proc].handler) {
+		reply_accepted(req, c->xid, PROC_UNAVAIL, 0, 0);
+		return NULL;
+	}
+	return &t[c->proc];
+}
+
+void dispatch(struct rpc_req *req)
+{
+	struct call c;
+	uint32_t dir, rpcvers;
+	char credbuf[MAX_AUTH_BYTES], verfbuf[MAX_AUTH_BYTES];
+	struct opaque_auth cred = { .oa_base = credbuf }, verf = { .oa_base = verfbuf };
+	XDR x;
+
+	memset(&c, 0, sizeof(c));
+	c.req = req;
+	xdrmem_create(&x, (char *)req->buf, (u_int)req->len, XDR_DECODE);
+	if (!xdr_u_int32_t(&x, &c.xid) || !xdr_u_int32_t(&x, &dir)) {
+		xdr_destroy(&x);
+		rpc_close_conn(req);	/* not even an xid: nothing to answer */
+		return;
+	}
+	if (dir != CALL) {
+		xdr_destroy(&x);
+		rpc_drop(req);
+		return;
+	}
+	if (!xdr_u_int32_t(&x, &rpcvers) || rpcvers != RPC_MSG_VERSION) {
+		xdr_destroy(&x);
+		reply_denied(req, c.xid, RPC_MISMATCH, AUTH_OK);
+		return;
+	}
+	if (!xdr_u_int32_t(&x, &c.prog) || !xdr_u_int32_t(&x, &c.vers) ||
+	    !xdr_u_int32_t(&x, &c.proc)) {
+		xdr_destroy(&x);
+		reply_accepted(req, c.xid, GARBAGE_ARGS, 0, 0);
+		return;
+	}
+	if (!xdr_opaque_auth(&x, &cred) || !xdr_opaque_auth(&x, &verf)) {
+		xdr_destroy(&x);
+		reply_denied(req, c.xid, AUTH_ERROR, AUTH_BADCRED);
+		return;
+	}
+	enum auth_stat as = decode_cred(&c, &cred);
+	if (as != AUTH_OK) {
+		xdr_destroy(&x);
+		reply_denied(req, c.xid, AUTH_ERROR, as);
+		return;
+	}
+
+	const struct rpc_proc *p = find_proc(req, &c);
+	if (!p) {
+		xdr_destroy(&x);
+		return;
+	}
+
+	size_t argpos = xdr_getpos(&x);
+	void *args = calloc(1, p->args_size ? p->args_size : 1);
+	void *res = calloc(1, p->res_size ? p->res_size : 1);
+	if (!args || !res) {
+		free(args);
+		free(res);
+		xdr_destroy(&x);
+		reply_accepted(req, c.xid, SYSTEM_ERR, 0, 0);
+		return;
+	}
+	if (!p->xdr_args(&x, args)) {
+		xdr_free(p->xdr_args, args);
+		free(args);
+		free(res);
+		xdr_destroy(&x);
+		static long tok;
+		if (log_ratelimited(&tok)) {
+			char a[INET6_ADDRSTRLEN];
+			log_warnx("GARBAGE_ARGS: %s call from %s (xid %#x)", p->name,
+				  addr_to_string((struct sockaddr *)&req->peer, a, sizeof(a)), c.xid);
+		}
+		reply_accepted(req, c.xid, GARBAGE_ARGS, 0, 0);
+		return;
+	}
+	xdr_destroy(&x);
+
+	struct drc_key key;
+	if (p->drc) {
+		uint8_t *cached;
+		size_t clen;
+
+		drc_key_init(&key, (struct sockaddr *)&req->peer, req->peerlen, c.xid, c.prog,
+			     c.vers, c.proc, req->buf + argpos, req->len - argpos);
+		switch (drc_begin(&key, &cached, &clen)) {
+		case DRC_DONE:
+			xdr_free(p->xdr_args, args);
+			free(args);
+			free(res);
+			rpc_reply(req, cached, clen);
+			return;
+		case DRC_IN_PROGRESS:
+			xdr_free(p->xdr_args, args);
+			free(args);
+			free(res);
+			rpc_drop(req);
+			return;
+		case DRC_MISS:
+			break;
+		}
+	}
+
+	c.xt = xtab_get();
+	p->handler(&c, args, res);
+	vfs_become_root();
+
+	struct rpc_msg m;
+	memset(&m, 0, sizeof(m));
+	m.rm_xid = c.xid;
+	m.rm_direction = REPLY;
+	m.rm_reply.rp_stat = MSG_ACCEPTED;
+	m.acpted_rply.ar_verf = _null_auth;
+	m.acpted_rply.ar_stat = SUCCESS;
+	m.acpted_rply.ar_results.where = res;
+	m.acpted_rply.ar_results.proc = p->xdr_res;
+
+	uint8_t *rec = NULL;
+	size_t len = 0;
+	int rc = encode_msg(&m, p->reply_size ? p->reply_size(args) : NFSD_REPLY_SMALL, &rec, &len);
+	bool err = p->res_status && *(int32_t *)res != 0;
+
+	xdr_free(p->xdr_args, args);
+	xdr_free(p->xdr_res, res);
+	free(args);
+	free(res);
+	xtab_put(c.xt);
+	stats_record(p->stat_idx, rpc_now_ns() - req->t_recv_ns, err || rc < 0);
+
+	if (rc < 0) {
+		static long tok;
+		if (log_ratelimited(&tok))
+			log_warnx("%s: reply does not fit in %d bytes: SYSTEM_ERR", p->name, REPLY_MAX);
+		if (p->drc)
+			drc_abort(&key);
+		reply_accepted(req, c.xid, SYSTEM_ERR, 0, 0);
+		return;
+	}
+	if (p->drc)
+		drc_end(&key, rec, len);
+	rpc_reply(req, rec, len);
+}

@@ -1,0 +1,206 @@
+/*
+ * drc.c -- duplicate request cache (see drc.h).
+ *
+ * A chained hash table over a fixed number of entries with an LRU list;
+ * the oldest completed entry is recycled when the table is full. In-progress
+ * entries are never recycled (they are bounded by the calls in flight). One
+ * mutex: the cache is touched twice per non-idempotent call only.
+ */
+#include "nfsd/drc.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DRC_BUCKETS 4096
+
+struct drc_entry {
+	struct drc_key key;
+	bool done;
+	uint8_t *rec;
+	size_t len;
+	struct drc_entry *hnext;		/* hash chain */
+	struct drc_entry *lprev, *lnext;	/* LRU: head is newest */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct drc_entry *buckets[DRC_BUCKETS];
+	struct drc_entry *lru_head, *lru_tail;
+	size_t n;
+	uint64_t hits, drops;
+} D = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+void drc_key_init(struct drc_key *k, const struct sockaddr *sa, socklen_t salen, uint32_t xid,
+		  uint32_t prog, uint32_t vers, uint32_t proc, const void *args, size_t len)
+{
+	memset(k, 0, sizeof(*k));
+	if (salen > sizeof(k->addr))
+		salen = sizeof(k->addr);
+	memcpy(&k->addr, sa, salen);
+	k->xid = xid;
+	k->prog = prog;
+	k->vers = vers;
+	k->proc = proc;
+	/* The first 512 bytes of arguments tell apart two clients behind one
+	 * address that happen to reuse an xid (knfsd checksums likewise). */
+	k->sum = fnv1a(0xcbf29ce484222325ull, args, len < 512 ? len : 512);
+}
+
+static bool key_eq(const struct drc_key *a, const struct drc_key *b)
+{
+	return memcmp(a, b, sizeof(*a)) == 0;
+}
+
+static unsigned key_hash(const struct drc_key *k)
+{
+	return (unsigned)(fnv1a(0xcbf29ce484222325ull, k, sizeof(*k)) % DRC_BUCKETS);
+}
+
+static void lru_unlink(struct drc_entry *e)
+{
+	if (e->lprev)
+		e->lprev->lnext = e->lnext;
+	else
+		D.lru_head = e->lnext;
+	if (e->lnext)
+		e->lnext->lprev = e->lprev;
+	else
+		D.lru_tail = e->lprev;
+	e->lprev = e->lnext = NULL;
+}
+
+static void lru_push(struct drc_entry *e)
+{
+	e->lprev = NULL;
+	e->lnext = D.lru_head;
+	if (D.lru_head)
+		D.lru_head->lprev = e;
+	D.lru_head = e;
+	if (!D.lru_tail)
+		D.lru_tail = e;
+}
+
+static void hash_remove(struct drc_entry *e)
+{
+	struct drc_entry **pp = &D.buckets[key_hash(&e->key)];
+
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+}
+
+static struct drc_entry *find(const struct drc_key *k)
+{
+	for (struct drc_entry *e = D.buckets[key_hash(k)]; e; e = e->hnext)
+		if (key_eq(&e->key, k))
+			return e;
+	return NULL;
+}
+
+static void evict_one(void)
+{
+	for (struct drc_entry *e = D.lru_tail; e; e = e->lprev) {
+		if (!e->done)
+			continue;
+		lru_unlink(e);
+		hash_remove(e);
+		free(e->rec);
+		free(e);
+		D.n--;
+		return;
+	}
+}
+
+enum drc_result drc_begin(const struct drc_key *k, uint8_t **reply, size_t *len)
+{
+	enum drc_result r = DRC_MISS;
+
+	pthread_mutex_lock(&D.lock);
+	struct drc_entry *e = find(k);
+	if (e) {
+		if (!e->done) {
+			D.drops++;
+			r = DRC_IN_PROGRESS;
+		} else if ((*reply = malloc(e->len)) != NULL) {
+			memcpy(*reply, e->rec, e->len);
+			*len = e->len;
+			D.hits++;
+			lru_unlink(e);
+			lru_push(e);
+			r = DRC_DONE;
+		} else {
+			r = DRC_IN_PROGRESS;	/* no memory: drop, client retries */
+		}
+		goto out;
+	}
+	if (D.n >= DRC_MAX_ENTRIES)
+		evict_one();
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		goto out;	/* executes without DRC protection */
+	e->key = *k;
+	unsigned h = key_hash(k);
+	e->hnext = D.buckets[h];
+	D.buckets[h] = e;
+	lru_push(e);
+	D.n++;
+out:
+	pthread_mutex_unlock(&D.lock);
+	return r;
+}
+
+void drc_end(const struct drc_key *k, const uint8_t *rec, size_t len)
+{
+	pthread_mutex_lock(&D.lock);
+	struct drc_entry *e = find(k);
+	if (e && !e->done) {
+		e->rec = malloc(len);
+		if (e->rec) {
+			memcpy(e->rec, rec, len);
+			e->len = len;
+			e->done = true;
+		} else {
+			lru_unlink(e);
+			hash_remove(e);
+			free(e);
+			D.n--;
+		}
+	}
+	pthread_mutex_unlock(&D.lock);
+}
+
+void drc_abort(const struct drc_key *k)
+{
+	pthread_mutex_lock(&D.lock);
+	struct drc_entry *e = find(k);
+	if (e && !e->done) {
+		lru_unlink(e);
+		hash_remove(e);
+		free(e);
+		D.n--;
+	}
+	pthread_mutex_unlock(&D.lock);
+}
+
+void drc_stats(uint64_t *hits, uint64_t *drops, uint64_t *entries)
+{
+	pthread_mutex_lock(&D.lock);
+	*hits = D.hits;
+	*drops = D.drops;
+	*entries = D.n;
+	pthread_mutex_unlock(&D.lock);
+}

@@ -1,0 +1,269 @@
+/*
+ * main.c -- presto-nfsd: start-up, signals, shut-down.
+ *
+ *   presto-nfsd [-c CONF] [--exports FILE] [--state-dir DIR] [--bind ADDR]...
+ *               [--nfs-port N] [--mount-port N] [--no-rpcbind] [--threads N]
+ *               [--foreground] [--debug]
+ *
+ * Once serving it prints "presto-nfsd: ready nfs=PORT mount=PORT" and writes
+ * "nfs=PORT mount=PORT" to STATE_DIR/ports. SIGHUP reloads the exports file
+ * (a bad file keeps the old exports); SIGTERM and SIGINT stop accepting,
+ * finish the calls in flight and exit 0.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nfsd/conf.h"
+#include "nfsd/export_table.h"
+#include "nfsd/fh.h"
+#include "nfsd/log.h"
+#include "nfsd/nfsd.h"
+#include "nfsd/rpc.h"
+#include "nfsd/rpcb.h"
+
+static struct nfsd_conf conf;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: presto-nfsd [-c CONF] [--exports FILE] [--state-dir DIR] [--bind ADDR]...\n"
+		"                   [--nfs-port N] [--mount-port N] [--no-rpcbind] [--threads N]\n"
+		"                   [--foreground] [--debug]\n"
+		"\n"
+		"  -c, --config FILE   read settings from FILE (see etc/presto.conf)\n"
+		"  --exports FILE      exports in knfsd exports(5) syntax\n"
+		"  --state-dir DIR     handle key, ports file (created 0700)\n"
+		"  --bind ADDR         numeric IPv4 or IPv6 address to listen on; repeat or\n"
+		"                      separate with commas for several\n"
+		"  --nfs-port N        NFS port (0: ephemeral)\n"
+		"  --mount-port N      MOUNT port (0: ephemeral)\n"
+		"  --no-rpcbind        do not register with rpcbind\n"
+		"  --threads N         worker threads\n"
+		"  -F, --foreground    stay in the foreground, log to stderr\n"
+		"  --debug             verbose logging\n");
+}
+
+static int on_signal(int signo)
+{
+	if (signo == SIGHUP) {
+		char err[512];
+		struct xtab *x;
+		int rc = xtab_load(conf.exports, &x, err, sizeof(err));
+		if (rc < 0) {
+			log_warnx("reload of %s refused, keeping the exports in force: %s", conf.exports, err);
+			return 0;
+		}
+		xtab_install(x);
+		log_info("reloaded %s: %zu export(s)", conf.exports, x->n);
+		return 0;
+	}
+	log_info("signal %d: stopping", signo);
+	return 1;
+}
+
+static int write_ports(const char *dir, unsigned nfs, unsigned mnt)
+{
+	char path[4200], tmp[4200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/ports", dir);
+	snprintf(tmp, sizeof(tmp), "%s/ports.tmp", dir);
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	fprintf(f, "nfs=%u mount=%u\n", nfs, mnt);
+	if (fclose(f) != 0 || rename(tmp, path) < 0)
+		return -errno;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_EXPORTS = 256, O_STATE, O_BIND, O_NFSPORT, O_MNTPORT, O_NORPCB, O_THREADS, O_DEBUG };
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "exports", required_argument, NULL, O_EXPORTS },
+		{ "state-dir", required_argument, NULL, O_STATE },
+		{ "bind", required_argument, NULL, O_BIND },
+		{ "nfs-port", required_argument, NULL, O_NFSPORT },
+		{ "mount-port", required_argument, NULL, O_MNTPORT },
+		{ "no-rpcbind", no_argument, NULL, O_NORPCB },
+		{ "threads", required_argument, NULL, O_THREADS },
+		{ "foreground", no_argument, NULL, 'F' },
+		{ "debug", no_argument, NULL, O_DEBUG },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char err[1024], binds[CONF_MAX_BIND * 64] = "";
+	int c, rc;
+
+	conf_defaults(&conf);
+	/* the config file first, so that flags override it wherever they are */
+	for (int i = 1; i < argc - 1; i++) {
+		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) {
+			if (conf_load(&conf, argv[i + 1], err, sizeof(err)) < 0) {
+				fprintf(stderr, "presto-nfsd: %s\n", err);
+				return 1;
+			}
+		}
+	}
+	while ((c = getopt_long(argc, argv, "c:Fh", opts, NULL)) != -1) {
+		const char *key = NULL, *val = optarg;
+		switch (c) {
+		case 'c':
+			continue;
+		case O_EXPORTS:
+			key = "exports";
+			break;
+		case O_STATE:
+			key = "state_dir";
+			break;
+		case O_BIND:
+			/* --bind may repeat: collect, then set once */
+			if (strlen(binds) + strlen(optarg) + 2 > sizeof(binds)) {
+				fprintf(stderr, "presto-nfsd: too many --bind addresses\n");
+				return 1;
+			}
+			if (binds[0])
+				strcat(binds, ",");
+			strcat(binds, optarg);
+			continue;
+		case O_NFSPORT:
+			key = "nfs_port";
+			break;
+		case O_MNTPORT:
+			key = "mount_port";
+			break;
+		case O_NORPCB:
+			key = "rpcbind";
+			val = "no";
+			break;
+		case O_THREADS:
+			key = "threads";
+			break;
+		case 'F':
+			key = "foreground";
+			val = "yes";
+			break;
+		case O_DEBUG:
+			key = "debug";
+			val = "yes";
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
+		if (conf_set(&conf, key, val, err, sizeof(err)) < 0) {
+			fprintf(stderr, "presto-nfsd: %s\n", err);
+			return 1;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 1;
+	}
+	if (binds[0] && conf_set(&conf, "bind", binds, err, sizeof(err)) < 0) {
+		fprintf(stderr, "presto-nfsd: %s\n", err);
+		return 1;
+	}
+
+	log_init("presto-nfsd", conf.foreground, conf.debug);
+	if (geteuid() != 0) {
+		/* open_by_handle_at and per-thread identities need root */
+		log_warnx("must run as root");
+		return 1;
+	}
+	if (mkdir(conf.state_dir, 0700) < 0 && errno != EEXIST) {
+		log_warn("state directory %s", conf.state_dir);
+		return 1;
+	}
+	if ((rc = fh_init(conf.state_dir)) < 0) {
+		errno = -rc;
+		log_warn("file handle key in %s", conf.state_dir);
+		return 1;
+	}
+	nfsd_settings.state_dir = conf.state_dir;
+	nfsd_settings.debug = conf.debug;
+	randombytes_buf(nfsd_settings.write_verf, sizeof(nfsd_settings.write_verf));
+
+	struct xtab *xt;
+	if ((rc = xtab_load(conf.exports, &xt, err, sizeof(err))) < 0) {
+		log_warnx("%s", err);
+		return 1;
+	}
+	xtab_install(xt);
+
+	/* listeners: NFS and MOUNT on every bind address; an ephemeral port
+	 * chosen on the first address is reused on the others */
+	struct rpc_listen nfs_l[CONF_MAX_BIND], mnt_l[CONF_MAX_BIND];
+	unsigned nfs_port = conf.nfs_port, mnt_port = conf.mount_port;
+	for (unsigned i = 0; i < conf.nbind; i++) {
+		if (rpc_listen_addr(conf.bind[i], nfs_port, &nfs_l[i]) < 0 ||
+		    rpc_listen_addr(conf.bind[i], mnt_port, &mnt_l[i]) < 0) {
+			log_warnx("bind address \"%s\" is not a numeric IPv4 or IPv6 address", conf.bind[i]);
+			return 1;
+		}
+	}
+	if (!conf.foreground && daemon(1, 1) < 0) {
+		log_warn("daemon");
+		return 1;
+	}
+	if ((rc = rpc_init(conf.threads, dispatch)) < 0) {
+		errno = -rc;
+		log_warn("RPC transport");
+		return 1;
+	}
+	for (unsigned i = 0; i < conf.nbind; i++) {
+		if (i > 0) {
+			rpc_listen_addr(conf.bind[i], nfs_port, &nfs_l[i]);
+			rpc_listen_addr(conf.bind[i], mnt_port, &mnt_l[i]);
+		}
+		if ((rc = rpc_add_listener(&nfs_l[i])) < 0 || (rc = rpc_add_listener(&mnt_l[i])) < 0) {
+			errno = -rc;
+			log_warn("listen on %s (nfs port %u, mount port %u)", conf.bind[i], nfs_port, mnt_port);
+			return 1;
+		}
+		nfs_port = ntohs(((struct sockaddr_in *)&nfs_l[i].addr)->sin_port);
+		mnt_port = ntohs(((struct sockaddr_in *)&mnt_l[i].addr)->sin_port);
+	}
+	if (conf.rpcbind) {
+		for (unsigned i = 0; i < conf.nbind; i++) {
+			if (rpcb_register(100003, 3, &nfs_l[i]) < 0 ||
+			    rpcb_register(100005, 1, &mnt_l[i]) < 0 ||
+			    rpcb_register(100005, 3, &mnt_l[i]) < 0) {
+				log_warnx("could not register with rpcbind on %s (is it running?); "
+					  "clients must give port=%u,mountport=%u",
+					  conf.bind[i], nfs_port, mnt_port);
+				break;
+			}
+		}
+	}
+	if ((rc = write_ports(conf.state_dir, nfs_port, mnt_port)) < 0) {
+		errno = -rc;
+		log_warn("writing %s/ports", conf.state_dir);
+	}
+	printf("presto-nfsd: ready nfs=%u mount=%u\n", nfs_port, mnt_port);
+	fflush(stdout);
+	log_info("serving %zu export(s) from %s on port %u (mount %u)", xt->n, conf.exports,
+		 nfs_port, mnt_port);
+
+	rpc_run(on_signal, 10000);
+
+	rpcb_unregister_all();
+	rpc_shutdown();
+	xtab_install(NULL);
+	log_info("stopped");
+	return 0;
+}

@@ -1,0 +1,267 @@
+/*
+ * mount3.c -- the MOUNT protocol (RFC 1813 appendix I; versions 1 and 2 of
+ * RFC 1094 share DUMP, UMNT, UMNTALL and EXPORT).
+ *
+ * The mount list (DUMP) is advisory, as in every implementation: it is kept
+ * in memory and lost at restart; a client's handles never depend on it.
+ */
+#include "nfsd/nfsd.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "mount3.h"
+#include "nfsd/export_table.h"
+#include "nfsd/log.h"
+#include "nfsd/stats.h"
+
+struct mount_entry {
+	struct mount_entry *next;
+	char host[64];
+	char *dir;
+};
+
+static pthread_mutex_t ml_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mount_entry *ml_head;
+static unsigned ml_count;
+#define ML_MAX 4096
+
+static void ml_add(const char *host, const char *dir)
+{
+	pthread_mutex_lock(&ml_lock);
+	for (struct mount_entry *m = ml_head; m; m = m->next)
+		if (strcmp(m->host, host) == 0 && strcmp(m->dir, dir) == 0)
+			goto out;
+	if (ml_count >= ML_MAX)
+		goto out;
+	struct mount_entry *m = calloc(1, sizeof(*m));
+	if (!m || !(m->dir = strdup(dir))) {
+		free(m);
+		goto out;
+	}
+	snprintf(m->host, sizeof(m->host), "%s", host);
+	m->next = ml_head;
+	ml_head = m;
+	ml_count++;
+out:
+	pthread_mutex_unlock(&ml_lock);
+}
+
+/* ml_remove -- forget host's mount of dir (every dir when dir is NULL). */
+static void ml_remove(const char *host, const char *dir)
+{
+	pthread_mutex_lock(&ml_lock);
+	for (struct mount_entry **pp = &ml_head; *pp;) {
+		struct mount_entry *m = *pp;
+		if (strcmp(m->host, host) == 0 && (!dir || strcmp(m->dir, dir) == 0)) {
+			*pp = m->next;
+			free(m->dir);
+			free(m);
+			ml_count--;
+		} else {
+			pp = &m->next;
+		}
+	}
+	pthread_mutex_unlock(&ml_lock);
+}
+
+static const char *peer_host(struct call *c, char *buf, size_t len)
+{
+	return addr_to_string((const struct sockaddr *)&c->req->peer, buf, len);
+}
+
+static void mnt_null(struct call *c, void *a, void *r)
+{
+	(void)c;
+	(void)a;
+	(void)r;
+}
+
+/* mnt_lookup -- the export at path for this client, or the status why not. */
+static mountstat3 mnt_lookup(struct call *c, const char *path, const struct xexport **out)
+{
+	const struct sockaddr *peer = (const struct sockaddr *)&c->req->peer;
+	const struct xexport *xe = xtab_by_path(c->xt, path);
+
+	if (!xe)
+		return MNT3ERR_NOENT;
+	const struct export_client *cl = exports_match(xe->e, peer);
+	if (!cl)
+		return MNT3ERR_ACCES;
+	if (!exports_port_ok(&cl->opts, peer))
+		return MNT3ERR_PERM;
+	*out = xe;
+	return MNT3_OK;
+}
+
+static void mnt_mnt(struct call *c, void *a, void *r)
+{
+	dirpath *path = a;
+	mountres3 *res = r;
+	const struct xexport *xe;
+	char host[64];
+	static long tok;
+
+	res->fhs_status = mnt_lookup(c, *path, &xe);
+	peer_host(c, host, sizeof(host));
+	if (res->fhs_status != MNT3_OK) {
+		if (log_ratelimited(&tok))
+			log_info("MNT %s from %s refused (status %d)", *path, host, res->fhs_status);
+		return;
+	}
+	mountres3_ok *ok = &res->mountres3_u.mountinfo;
+	ok->fhandle.fhandle3_val = malloc(xe->root_fh.len);
+	ok->auth_flavors.auth_flavors_val = malloc(2 * sizeof(int));
+	if (!ok->fhandle.fhandle3_val || !ok->auth_flavors.auth_flavors_val) {
+		res->fhs_status = MNT3ERR_SERVERFAULT;
+		free(ok->fhandle.fhandle3_val);
+		free(ok->auth_flavors.auth_flavors_val);
+		memset(ok, 0, sizeof(*ok));
+		return;
+	}
+	memcpy(ok->fhandle.fhandle3_val, xe->root_fh.data, xe->root_fh.len);
+	ok->fhandle.fhandle3_len = xe->root_fh.len;
+	ok->auth_flavors.auth_flavors_val[0] = AUTH_SYS;
+	ok->auth_flavors.auth_flavors_val[1] = AUTH_NONE;
+	ok->auth_flavors.auth_flavors_len = 2;
+	ml_add(host, xe->e->path);
+	log_debug("MNT %s from %s", *path, host);
+}
+
+/* mnt1_mnt -- version 1 MNT: a 32-byte handle cannot hold ours (see fh.h),
+ * so version 1 and 2 clients are told to use version 3. */
+static void mnt1_mnt(struct call *c, void *a, void *r)
+{
+	dirpath *path = a;
+	fhstatus1 *res = r;
+	const struct xexport *xe;
+	mountstat3 st = mnt_lookup(c, *path, &xe);
+
+	res->fhs_status = st != MNT3_OK ? (unsigned)st : EOPNOTSUPP;
+}
+
+static void mnt_dump(struct call *c, void *a, void *r)
+{
+	mountlist *res = r;
+	mountlist *tail = res;
+
+	(void)c;
+	(void)a;
+	*res = NULL;
+	pthread_mutex_lock(&ml_lock);
+	for (struct mount_entry *m = ml_head; m; m = m->next) {
+		struct mountbody *b = calloc(1, sizeof(*b));
+		if (!b)
+			break;
+		b->ml_hostname = strdup(m->host);
+		b->ml_directory = strdup(m->dir);
+		if (!b->ml_hostname || !b->ml_directory) {
+			free(b->ml_hostname);
+			free(b->ml_directory);
+			free(b);
+			break;
+		}
+		*tail = b;
+		tail = &b->ml_next;
+	}
+	pthread_mutex_unlock(&ml_lock);
+}
+
+static void mnt_umnt(struct call *c, void *a, void *r)
+{
+	dirpath *path = a;
+	char host[64];
+
+	(void)r;
+	ml_remove(peer_host(c, host, sizeof(host)), *path);
+}
+
+static void mnt_umntall(struct call *c, void *a, void *r)
+{
+	char host[64];
+
+	(void)a;
+	(void)r;
+	ml_remove(peer_host(c, host, sizeof(host)), NULL);
+}
+
+static void mnt_export(struct call *c, void *a, void *r)
+{
+	mntexports *res = r;
+	mntexports *tail = res;
+
+	(void)a;
+	*res = NULL;
+	for (size_t i = 0; i < c->xt->exp->n; i++) {
+		const struct export *e = &c->xt->exp->v[i];
+		struct exportnode *n = calloc(1, sizeof(*n));
+		if (!n || !(n->ex_dir = strdup(e->path))) {
+			free(n);
+			return;
+		}
+		*tail = n;
+		tail = &n->ex_next;
+		mntgroups *gt = &n->ex_groups;
+		for (size_t k = 0; k < e->nclients; k++) {
+			struct groupnode *g = calloc(1, sizeof(*g));
+			if (!g || !(g->gr_name = strdup(e->clients[k].spec))) {
+				free(g);
+				return;
+			}
+			*gt = g;
+			gt = &g->gr_next;
+		}
+	}
+}
+
+static size_t list_reply_size(const void *a)
+{
+	(void)a;
+	return 64 * 1024;
+}
+
+#define MPROC(num, nm, fn, argt, rest, rsize, st)                                                  \
+	[num] = { .name = nm, .xdr_args = XDRPROC(xdr_##argt), .xdr_res = XDRPROC(xdr_##rest), \
+		  .args_size = sizeof(argt), .res_size = sizeof(rest), .handler = fn,              \
+		  .reply_size = rsize, .stat_idx = STATS_MNT_BASE + num, .res_status = st }
+
+#define ROW_NULL                                                                                   \
+	[0] = { .name = "MNT_NULL", .xdr_args = XDRPROC(xdr_void), .xdr_res = XDRPROC(xdr_void), \
+		.handler = mnt_null, .stat_idx = STATS_MNT_BASE }
+#define ROW_DUMP                                                                                   \
+	[2] = { .name = "MNT_DUMP", .xdr_args = XDRPROC(xdr_void),                                  \
+		.xdr_res = XDRPROC(xdr_mountlist), .res_size = sizeof(mountlist),                   \
+		.handler = mnt_dump, .reply_size = list_reply_size, .stat_idx = STATS_MNT_BASE + 2 }
+#define ROW_UMNT                                                                                   \
+	[3] = { .name = "UMNT", .xdr_args = XDRPROC(xdr_dirpath), .xdr_res = XDRPROC(xdr_void),   \
+		.args_size = sizeof(dirpath), .handler = mnt_umnt, .stat_idx = STATS_MNT_BASE + 3 }
+#define ROW_UMNTALL                                                                                \
+	[4] = { .name = "UMNTALL", .xdr_args = XDRPROC(xdr_void), .xdr_res = XDRPROC(xdr_void),   \
+		.handler = mnt_umntall, .stat_idx = STATS_MNT_BASE + 4 }
+#define ROW_EXPORT                                                                                 \
+	[5] = { .name = "MNT_EXPORT", .xdr_args = XDRPROC(xdr_void),                                \
+		.xdr_res = XDRPROC(xdr_mntexports), .res_size = sizeof(mntexports),                 \
+		.handler = mnt_export, .reply_size = list_reply_size, .stat_idx = STATS_MNT_BASE + 5 }
+
+const struct rpc_proc mount3_procs[] = {
+	ROW_NULL,
+	MPROC(1, "MNT", mnt_mnt, dirpath, mountres3, NULL, true),
+	ROW_DUMP,
+	ROW_UMNT,
+	ROW_UMNTALL,
+	ROW_EXPORT,
+};
+const unsigned mount3_nprocs = sizeof(mount3_procs) / sizeof(mount3_procs[0]);
+
+const struct rpc_proc mount1_procs[] = {
+	ROW_NULL,
+	MPROC(1, "MNT", mnt1_mnt, dirpath, fhstatus1, NULL, true),
+	ROW_DUMP,
+	ROW_UMNT,
+	ROW_UMNTALL,
+	ROW_EXPORT,
+};
+const unsigned mount1_nprocs = sizeof(mount1_procs) / sizeof(mount1_procs[0]);

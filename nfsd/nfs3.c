@@ -1,0 +1,1535 @@
+/*
+ * nfs3.c -- the 22 procedures of NFS version 3 (RFC 1813) and their table.
+ *
+ * Every handler has the same shape: resolve the handles (as root: the
+ * handle's MAC, its export, whether this client may use it, then
+ * open_by_handle_at to an O_PATH descriptor), take the caller's identity
+ * (vfs_become: the kernel then checks permissions exactly as for a local
+ * process of that user), call the backing filesystem with *at() system
+ * calls on single components (no path is ever walked, no symlink followed),
+ * and fill the result with wcc_data / post-op attributes.
+ *
+ * Presto off semantics (this file's whole durability story until the NVRAM
+ * log lands): a stable WRITE is fdatasync'ed/fsync'ed and every directory
+ * change fsyncs the new object and its directory before the reply, like a
+ * knfsd "sync" export. An "async" export skips those flushes (unsafe; for
+ * comparison only).
+ */
+#include "nfsd/nfsd.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "nfs3_prot.h"
+#include "nfsd/export_table.h"
+#include "nfsd/fh.h"
+#include "nfsd/log.h"
+#include "nfsd/stats.h"
+#include "nfsd/vfs.h"
+
+/* obj -- a resolved file handle. */
+struct obj {
+	const struct xexport *xe;
+	const struct export_opts *opts;
+	int fd;				/* O_PATH, or -1 */
+	struct stat st;
+};
+
+#define OBJ_INIT { NULL, NULL, -1, { 0 } }
+
+static void obj_put(struct obj *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+}
+
+static uint64_t obj_fsid(const struct obj *o)
+{
+	return o->xe->e->id;
+}
+
+/* obj_get -- resolve fh for call c (as root). */
+static nfsstat3 obj_get(struct call *c, const nfs_fh3 *fh, struct obj *o)
+{
+	union {
+		struct file_handle h;
+		uint8_t raw[sizeof(struct file_handle) + FH_KH_MAX];
+	} u;
+	struct fh_kernel kh;
+	uint32_t id;
+	const struct sockaddr *peer = (const struct sockaddr *)&c->req->peer;
+
+	o->fd = -1;
+	if (fh_parse((const uint8_t *)fh->data.data_val, fh->data.data_len, &id, &kh) < 0)
+		return NFS3ERR_BADHANDLE;
+	o->xe = xtab_by_id(c->xt, id);
+	if (!o->xe)
+		return NFS3ERR_STALE;	/* the export is gone */
+	const struct export_client *cl = exports_match(o->xe->e, peer);
+	if (!cl)
+		return NFS3ERR_ACCES;
+	if (!exports_port_ok(&cl->opts, peer))
+		return NFS3ERR_PERM;
+	o->opts = &cl->opts;
+	u.h.handle_bytes = kh.len;
+	u.h.handle_type = kh.type;
+	memcpy(u.h.f_handle, kh.bytes, kh.len);
+	o->fd = open_by_handle_at(o->xe->root_fd, &u.h, O_PATH | O_CLOEXEC);
+	if (o->fd < 0)
+		return errno == ESTALE || errno == ENOENT || errno == EINVAL ? NFS3ERR_STALE
+									       : vfs_nfserr(errno);
+	if (fstat(o->fd, &o->st) < 0) {
+		obj_put(o);
+		return vfs_nfserr(errno);
+	}
+	return NFS3_OK;
+}
+
+static nfsstat3 become(struct call *c, const struct obj *o)
+{
+	return vfs_become(&c->cred, o->opts) < 0 ? NFS3ERR_PERM : NFS3_OK;
+}
+
+static uid_t caller_uid(struct call *c, const struct obj *o)
+{
+	uid_t u;
+
+	vfs_caller_uid(&c->cred, o->opts, &u);
+	return u;
+}
+
+/* check_name -- copy a filename3 into buf after RFC 1813's rules: not empty,
+ * at most NAME_MAX bytes, no '/' and no NUL. "." and ".." pass: each
+ * procedure decides about them. */
+static nfsstat3 check_name(const filename3 *n, char buf[NAME_MAX + 1])
+{
+	if (n->filename3_len == 0)
+		return NFS3ERR_ACCES;
+	if (n->filename3_len > NAME_MAX)
+		return NFS3ERR_NAMETOOLONG;
+	if (memchr(n->filename3_val, '/', n->filename3_len) ||
+	    memchr(n->filename3_val, '\0', n->filename3_len))
+		return NFS3ERR_ACCES;
+	memcpy(buf, n->filename3_val, n->filename3_len);
+	buf[n->filename3_len] = '\0';
+	return NFS3_OK;
+}
+
+static bool is_dot(const char *n)
+{
+	return n[0] == '.' && n[1] == '\0';
+}
+
+static bool is_dotdot(const char *n)
+{
+	return n[0] == '.' && n[1] == '.' && n[2] == '\0';
+}
+
+static bool is_export_root(const struct obj *o)
+{
+	return o->st.st_dev == o->xe->dev && o->st.st_ino == o->xe->ino;
+}
+
+/* set_fh -- copy fh into an XDR nfs_fh3 (freed by xdr_free). */
+static bool set_fh(nfs_fh3 *out, const struct fh *fh)
+{
+	out->data.data_val = malloc(fh->len);
+	if (!out->data.data_val)
+		return false;
+	memcpy(out->data.data_val, fh->data, fh->len);
+	out->data.data_len = fh->len;
+	return true;
+}
+
+/* handle_of -- the NFS handle of (dirfd, name) in o's export; at the export
+ * root ".." is the root itself. */
+static int handle_of(const struct obj *dir, int dirfd, const char *name, struct fh *out)
+{
+	struct fh_kernel kh;
+	int mid, rc;
+
+	rc = fh_of(dirfd, name, &kh, &mid);
+	if (rc < 0)
+		return rc;
+	/* an object on another filesystem mounted inside the export cannot be
+	 * reopened through the export's mount_fd: refuse rather than hand out
+	 * a handle that would go stale */
+	if (mid != dir->xe->mount_id)
+		return -EXDEV;
+	return fh_make(dir->xe->e->id, &kh, out);
+}
+
+static void post_fh(post_op_fh3 *pf, const struct obj *dir, int dirfd, const char *name)
+{
+	struct fh fh;
+
+	pf->handle_follows = handle_of(dir, dirfd, name, &fh) == 0 &&
+			     set_fh(&pf->post_op_fh3_u.handle, &fh);
+}
+
+/* commit_fd -- make the object behind an O_PATH fd durable (as root). */
+static int commit_fd(int fd, bool datasync)
+{
+	char p[32];
+	int rfd, rc = 0;
+
+	vfs_proc_path(fd, p);
+	rfd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (rfd < 0)
+		return errno == ENXIO || errno == ELOOP ? 0 : -errno;
+	if ((datasync ? fdatasync(rfd) : fsync(rfd)) < 0)
+		rc = -errno;
+	close(rfd);
+	return rc;
+}
+
+/* commit_change -- presto off: make a directory change durable before the
+ * reply. The new object first (its inode), then its directory (the entry).
+ * Symlinks, devices, FIFOs and sockets cannot be opened for fsync: the
+ * directory's fsync commits the journal transaction that created them. */
+static nfsstat3 commit_change(struct call *c, const struct obj *dir, int dirfd, const char *newname)
+{
+	int rc = 0;
+
+	(void)c;
+	if (dir->opts->async)
+		return NFS3_OK;
+	vfs_become_root();
+	if (newname) {
+		int fd = openat(dirfd, newname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0) {
+			struct stat st;
+			if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) &&
+			    fsync(fd) < 0)
+				rc = -errno;
+			close(fd);
+		}
+	}
+	if (rc == 0)
+		rc = commit_fd(dirfd, false);
+	if (rc < 0) {
+		static long tok;
+		if (log_ratelimited(&tok)) {
+			errno = -rc;
+			log_warn("fsync of a directory change in export %s", dir->xe->e->path);
+		}
+		return NFS3ERR_IO;
+	}
+	return NFS3_OK;
+}
+
+/* open_data -- open a regular file for reading or writing as the caller. The
+ * owner may read and write his own file whatever its mode says (knfsd's
+ * owner override: a client that created a file 0444 still writes to it). */
+static int open_data(struct call *c, struct obj *o, int flags)
+{
+	char p[32];
+	int fd;
+
+	vfs_proc_path(o->fd, p);
+	fd = open(p, flags | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES && caller_uid(c, o) == o->st.st_uid) {
+		vfs_become_root();
+		fd = open(p, flags | O_CLOEXEC);
+		int e = errno;
+		vfs_become(&c->cred, o->opts);
+		errno = e;
+	}
+	return fd;
+}
+
+static struct timespec ts_of(const nfstime3 *t)
+{
+	return (struct timespec){ .tv_sec = t->seconds, .tv_nsec = t->nseconds };
+}
+
+/* apply_sattr -- set the attributes a client asked for on o (as the caller).
+ * Returns 0 or -errno. */
+static int apply_sattr(struct call *c, struct obj *o, const sattr3 *sa, bool skip_mode)
+{
+	char p[32];
+
+	vfs_proc_path(o->fd, p);
+	if (sa->uid.set_it || sa->gid.set_it) {
+		uid_t u = sa->uid.set_it ? sa->uid.set_uid3_u.uid : (uid_t)-1;
+		gid_t g = sa->gid.set_it ? sa->gid.set_gid3_u.gid : (gid_t)-1;
+		if (fchownat(o->fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	}
+	if (sa->size.set_it) {
+		if (S_ISDIR(o->st.st_mode))
+			return -EISDIR;
+		if (!S_ISREG(o->st.st_mode))
+			return -EINVAL;
+		if ((uint64_t)sa->size.set_size3_u.size > (uint64_t)LLONG_MAX)
+			return -EFBIG;
+		int fd = open_data(c, o, O_WRONLY);
+		if (fd < 0)
+			return -errno;
+		int rc = ftruncate(fd, (off_t)sa->size.set_size3_u.size) < 0 ? -errno : 0;
+		close(fd);
+		if (rc < 0)
+			return rc;
+	}
+	if (sa->mode.set_it && !skip_mode && !S_ISLNK(o->st.st_mode)) {
+		if (chmod(p, sa->mode.set_mode3_u.mode & 07777) < 0)
+			return -errno;
+	}
+	if (sa->atime.set_it != DONT_CHANGE || sa->mtime.set_it != DONT_CHANGE) {
+		struct timespec ts[2];
+		ts[0].tv_nsec = UTIME_OMIT;
+		ts[1].tv_nsec = UTIME_OMIT;
+		if (sa->atime.set_it == SET_TO_SERVER_TIME)
+			ts[0].tv_nsec = UTIME_NOW;
+		else if (sa->atime.set_it == SET_TO_CLIENT_TIME)
+			ts[0] = ts_of(&sa->atime.set_atime_u.atime);
+		if (sa->mtime.set_it == SET_TO_SERVER_TIME)
+			ts[1].tv_nsec = UTIME_NOW;
+		else if (sa->mtime.set_it == SET_TO_CLIENT_TIME)
+			ts[1] = ts_of(&sa->mtime.set_mtime_u.mtime);
+		if (ts[0].tv_nsec >= 1000000000 && ts[0].tv_nsec != UTIME_NOW && ts[0].tv_nsec != UTIME_OMIT)
+			return -EINVAL;
+		if (ts[1].tv_nsec >= 1000000000 && ts[1].tv_nsec != UTIME_NOW && ts[1].tv_nsec != UTIME_OMIT)
+			return -EINVAL;
+		if (utimensat(o->fd, "", ts, AT_EMPTY_PATH) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/* ---- NULL (0) ---- */
+
+static void nfs3_null(struct call *c, void *a, void *r)
+{
+	(void)c;
+	(void)a;
+	(void)r;
+}
+
+/* ---- GETATTR (1) ---- */
+
+static void nfs3_getattr(struct call *c, void *a, void *r)
+{
+	GETATTR3args *args = a;
+	GETATTR3res *res = r;
+	struct obj o = OBJ_INIT;
+
+	res->status = obj_get(c, &args->object, &o);
+	if (res->status == NFS3_OK)
+		vfs_fattr(&o.st, obj_fsid(&o), &res->GETATTR3res_u.resok.obj_attributes);
+	obj_put(&o);
+}
+
+/* ---- SETATTR (2) ---- */
+
+static void nfs3_setattr(struct call *c, void *a, void *r)
+{
+	SETATTR3args *args = a;
+	SETATTR3res *res = r;
+	wcc_data *wcc = &res->SETATTR3res_u.resfail.obj_wcc;
+	struct obj o = OBJ_INIT;
+	struct stat before;
+	int rc;
+
+	res->status = obj_get(c, &args->object, &o);
+	if (res->status != NFS3_OK)
+		goto out;
+	before = o.st;
+	if (!o.opts->rw) {
+		res->status = NFS3ERR_ROFS;
+		goto wcc;
+	}
+	if (args->guard.check &&
+	    (args->guard.sattrguard3_u.obj_ctime.seconds != (uint32)o.st.st_ctim.tv_sec ||
+	     args->guard.sattrguard3_u.obj_ctime.nseconds != (uint32)o.st.st_ctim.tv_nsec)) {
+		res->status = NFS3ERR_NOT_SYNC;
+		goto wcc;
+	}
+	if ((res->status = become(c, &o)) != NFS3_OK)
+		goto wcc;
+	rc = apply_sattr(c, &o, &args->new_attributes, false);
+	if (rc < 0) {
+		res->status = vfs_nfserr(rc);
+		goto wcc;
+	}
+	if (!o.opts->async) {
+		vfs_become_root();
+		if (commit_fd(o.fd, false) < 0)
+			res->status = NFS3ERR_IO;
+	}
+wcc:
+	/* SETATTR3resok and SETATTR3resfail are both just obj_wcc */
+	vfs_wcc(wcc, &before, o.fd, obj_fsid(&o));
+out:
+	obj_put(&o);
+}
+
+/* ---- LOOKUP (3) ---- */
+
+static void nfs3_lookup(struct call *c, void *a, void *r)
+{
+	LOOKUP3args *args = a;
+	LOOKUP3res *res = r;
+	struct obj d = OBJ_INIT;
+	char name[NAME_MAX + 1];
+	struct fh fh;
+	int fd = -1, rc;
+
+	res->status = obj_get(c, &args->what.dir, &d);
+	if (res->status != NFS3_OK)
+		goto out;
+	if (!S_ISDIR(d.st.st_mode)) {
+		res->status = NFS3ERR_NOTDIR;
+		goto fail;
+	}
+	if ((res->status = check_name(&args->what.name, name)) != NFS3_OK ||
+	    (res->status = become(c, &d)) != NFS3_OK)
+		goto fail;
+	if (is_dot(name) || (is_dotdot(name) && is_export_root(&d))) {
+		/* no walk above the export's root: its ".." is itself; the
+		 * caller still needs search permission on it */
+		if (faccessat(d.fd, "", X_OK, AT_EMPTY_PATH | AT_EACCESS) < 0) {
+			res->status = vfs_nfserr(errno);
+			goto fail;
+		}
+		fd = openat(d.fd, ".", O_PATH | O_CLOEXEC);
+	} else {
+		fd = openat(d.fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		res->status = vfs_nfserr(errno);
+		goto fail;
+	}
+	rc = handle_of(&d, fd, "", &fh);
+	if (rc == -EXDEV) {
+		res->status = NFS3ERR_ACCES;
+		goto fail;
+	}
+	if (rc < 0 || !set_fh(&res->LOOKUP3res_u.resok.object, &fh)) {
+		res->status = rc < 0 ? vfs_nfserr(rc) : NFS3ERR_SERVERFAULT;
+		goto fail;
+	}
+	vfs_post_op_fd(&res->LOOKUP3res_u.resok.obj_attributes, fd, obj_fsid(&d));
+	vfs_post_op_fd(&res->LOOKUP3res_u.resok.dir_attributes, d.fd, obj_fsid(&d));
+	goto out;
+fail:
+	vfs_post_op_fd(&res->LOOKUP3res_u.resfail.dir_attributes, d.fd, obj_fsid(&d));
+out:
+	if (fd >= 0)
+		close(fd);
+	obj_put(&d);
+}
+
+/* ---- ACCESS (4) ---- */
+
+static bool may(int fd, int mode)
+{
+	return syscall(SYS_faccessat2, fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) == 0;
+}
+
+static void nfs3_access(struct call *c, void *a, void *r)
+{
+	ACCESS3args *args = a;
+	ACCESS3res *res = r;
+	struct obj o = OBJ_INIT;
+	uint32 want = args->access, got = 0;
+
+	res->status = obj_get(c, &args->object, &o);
+	if (res->status != NFS3_OK)
+		goto out;
+	if ((res->status = become(c, &o)) != NFS3_OK)
+		goto fail;
+	bool dir = S_ISDIR(o.st.st_mode);
+	bool owner = caller_uid(c, &o) == o.st.st_uid && S_ISREG(o.st.st_mode);
+	if ((want & ACCESS3_READ) && (may(o.fd, R_OK) || owner))
+		got |= ACCESS3_READ;
+	if ((want & ACCESS3_LOOKUP) && dir && may(o.fd, X_OK))
+		got |= ACCESS3_LOOKUP;
+	if ((want & ACCESS3_EXECUTE) && !dir && may(o.fd, X_OK))
+		got |= ACCESS3_EXECUTE;
+	if (o.opts->rw && (want & (ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE)) &&
+	    (may(o.fd, W_OK) || owner)) {
+		got |= want & (ACCESS3_MODIFY | ACCESS3_EXTEND);
+		if (dir)
+			got |= want & ACCESS3_DELETE;
+	}
+	res->ACCESS3res_u.resok.access = got;
+	vfs_post_op(&res->ACCESS3res_u.resok.obj_attributes, &o.st, obj_fsid(&o));
+	goto out;
+fail:
+	vfs_post_op(&res->ACCESS3res_u.resfail.obj_attributes, &o.st, obj_fsid(&o));
+out:
+	obj_put(&o);
+}
+
+/* ---- READLINK (5) ---- */
+
+static void nfs3_readlink(struct call *c, void *a, void *r)
+{
+	READLINK3args *args = a;
+	READLINK3res *res = r;
+	struct obj o = OBJ_INIT;
+	char *buf = NULL;
+	ssize_t n;
+
+	res->status = obj_get(c, &args->symlink, &o);
+	if (res->status != NFS3_OK)
+		goto out;
+	if (!S_ISLNK(o.st.st_mode)) {
+		res->status = NFS3ERR_INVAL;
+		goto fail;
+	}
+	if ((res->status = become(c, &o)) != NFS3_OK)
+		goto fail;
+	buf = malloc(PATH_MAX);
+	if (!buf) {
+		res->status = NFS3ERR_SERVERFAULT;
+		goto fail;
+	}
+	n = readlinkat(o.fd, "", buf, PATH_MAX);
+	if (n < 0) {
+		res->status = vfs_nfserr(errno);
+		free(buf);
+		goto fail;
+	}
+	res->READLINK3res_u.resok.data.nfspath3_val = buf;
+	res->READLINK3res_u.resok.data.nfspath3_len = (u_int)n;
+	vfs_post_op(&res->READLINK3res_u.resok.symlink_attributes, &o.st, obj_fsid(&o));
+	goto out;
+fail:
+	vfs_post_op(&res->READLINK3res_u.resfail.symlink_attributes, &o.st, obj_fsid(&o));
+out:
+	obj_put(&o);
+}
+
+/* ---- READ (6) ---- */
+
+static size_t read_reply_size(const void *a)
+{
+	const READ3args *args = a;
+
+	return (args->count < NFSD_MAX_IO ? args->count : NFSD_MAX_IO) + 512;
+}
+
+static void nfs3_read(struct call *c, void *a, void *r)
+{
+	READ3args *args = a;
+	READ3res *res = r;
+	struct obj o = OBJ_INIT;
+	int fd = -1;
+
+	res->status = obj_get(c, &args->file, &o);
+	if (res->status != NFS3_OK)
+		goto out;
+	if (!S_ISREG(o.st.st_mode)) {
+		res->status = S_ISDIR(o.st.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+		goto fail;
+	}
+	if ((res->status = become(c, &o)) != NFS3_OK)
+		goto fail;
+	if (args->offset > (uint64_t)LLONG_MAX) {
+		res->status = NFS3ERR_INVAL;
+		goto fail;
+	}
+	fd = open_data(c, &o, O_RDONLY);
+	if (fd < 0) {
+		res->status = vfs_nfserr(errno);
+		goto fail;
+	}
+	size_t count = args->count < NFSD_MAX_IO ? args->count : NFSD_MAX_IO;
+	char *buf = malloc(count ? count : 1);
+	if (!buf) {
+		res->status = NFS3ERR_SERVERFAULT;
+		goto fail;
+	}
+	size_t got = 0;
+	while (got < count) {
+		ssize_t n = pread(fd, buf + got, count - got, (off_t)(args->offset + got));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			res->status = vfs_nfserr(errno);
+			free(buf);
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		st = o.st;
+	READ3resok *ok = &res->READ3res_u.resok;
+	ok->data.data_val = buf;
+	ok->data.data_len = (u_int)got;
+	ok->count = (count3)got;
+	ok->eof = args->offset + got >= (uint64_t)st.st_size;
+	vfs_post_op(&ok->file_attributes, &st, obj_fsid(&o));
+	goto out;
+fail:
+	vfs_post_op_fd(&res->READ3res_u.resfail.file_attributes, o.fd, obj_fsid(&o));
+out:
+	if (fd >= 0)
+		close(fd);
+	obj_put(&o);
+}
+
+/* ---- WRITE (7) ---- */
+
+static void nfs3_write(struct call *c, void *a, void *r)
+{
+	WRITE3args *args = a;
+	WRITE3res *res = r;
+	struct obj o = OBJ_INIT;
+	struct stat before;
+	int fd = -1;
+	bool have_before = false;
+
+	res->status = obj_get(c, &args->file, &o);
+	if (res->status != NFS3_OK)
+		goto out;
+	before = o.st;
+	have_before = true;
+	if (!S_ISREG(o.st.st_mode)) {
+		res->status = S_ISDIR(o.st.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+		goto fail;
+	}
+	if (!o.opts->rw) {
+		res->status = NFS3ERR_ROFS;
+		goto fail;
+	}
+	/* count must describe the data that came with it */
+	if (args->count != args->data.data_len || args->stable > FILE_SYNC) {
+		res->status = NFS3ERR_INVAL;
+		goto fail;
+	}
+	if (args->offset > (uint64_t)LLONG_MAX - args->count) {
+		res->status = NFS3ERR_FBIG;
+		goto fail;
+	}
+	if ((res->status = become(c, &o)) != NFS3_OK)
+		goto fail;
+	fd = open_data(c, &o, O_WRONLY);
+	if (fd < 0) {
+		res->status = vfs_nfserr(errno);
+		goto fail;
+	}
+	size_t done = 0;
+	while (done < args->data.data_len) {
+		ssize_t n = pwrite(fd, args->data.data_val + done, args->data.data_len - done,
+				   (off_t)(args->offset + done));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			res->status = vfs_nfserr(errno);
+			goto fail;
+		}
+		done += (size_t)n;
+	}
+	stable_how committed = args->stable;
+	if (o.opts->async) {
+		committed = FILE_SYNC;	/* the unsafe export's lie, as knfsd async */
+	} else if (args->stable != UNSTABLE) {
+		if ((args->stable == DATA_SYNC ? fdatasync(fd) : fsync(fd)) < 0) {
+			static long tok;
+			if (log_ratelimited(&tok))
+				log_warn("fsync of a WRITE in export %s", o.xe->e->path);
+			res->status = NFS3ERR_IO;
+			goto fail;
+		}
+	}
+	WRITE3resok *ok = &res->WRITE3res_u.resok;
+	ok->count = (count3)done;
+	ok->committed = committed;
+	memcpy(ok->verf, nfsd_settings.write_verf, sizeof(ok->verf));
+	vfs_wcc(&ok->file_wcc, &before, fd, obj_fsid(&o));
+	goto out;
+fail:
+	vfs_wcc(&res->WRITE3res_u.resfail.file_wcc, have_before ? &before : NULL, o.fd,
+		o.xe ? obj_fsid(&o) : 0);
+out:
+	if (fd >= 0)
+		close(fd);
+	obj_put(&o);
+}
+
+/* ---- CREATE, MKDIR, SYMLINK, MKNOD: shared parts ---- */
+
+/* create_begin -- resolve the directory of a creation and check its name.
+ * "." and ".." exist already. */
+static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj *d, char *name)
+{
+	nfsstat3 st = obj_get(c, &where->dir, d);
+
+	if (st != NFS3_OK)
+		return st;
+	if (!S_ISDIR(d->st.st_mode))
+		return NFS3ERR_NOTDIR;
+	if (!d->opts->rw)
+		return NFS3ERR_ROFS;
+	if ((st = check_name(&where->name, name)) != NFS3_OK)
+		return st;
+	if (is_dot(name) || is_dotdot(name))
+		return NFS3ERR_EXIST;
+	return become(c, d);
+}
+
+/* create_finish -- after the object exists: set its attributes (as the
+ * caller), fill handle and attributes, commit. */
+static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, const sattr3 *sa,
+			      bool skip_mode, post_op_fh3 *pfh, post_op_attr *pa)
+{
+	struct obj n = OBJ_INIT;
+	nfsstat3 st = NFS3_OK;
+
+	n.xe = d->xe;
+	n.opts = d->opts;
+	n.fd = openat(d->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (n.fd < 0 || fstat(n.fd, &n.st) < 0) {
+		st = vfs_nfserr(errno);
+		goto out;
+	}
+	if (sa) {
+		int rc = apply_sattr(c, &n, sa, skip_mode);
+		if (rc < 0) {
+			st = vfs_nfserr(rc);
+			goto out;
+		}
+	}
+	post_fh(pfh, d, n.fd, "");
+	vfs_post_op_fd(pa, n.fd, obj_fsid(d));
+	st = commit_change(c, d, d->fd, name);
+out:
+	obj_put(&n);
+	return st;
+}
+
+/* sattr_without -- a copy of sa with mode (and size) cleared: they were
+ * applied at creation. */
+static sattr3 sattr_rest(const sattr3 *sa)
+{
+	sattr3 r = *sa;
+
+	r.mode.set_it = FALSE;
+	if (r.size.set_it && r.size.set_size3_u.size == 0)
+		r.size.set_it = FALSE;	/* a new file is empty already */
+	return r;
+}
+
+/* ---- CREATE (8) ---- */
+
+static uint32_t be32(const char *p)
+{
+	const uint8_t *b = (const uint8_t *)p;
+
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+static void nfs3_create(struct call *c, void *a, void *r)
+{
+	CREATE3args *args = a;
+	CREATE3res *res = r;
+	CREATE3resok *ok = &res->CREATE3res_u.resok;
+	struct obj d = OBJ_INIT;
+	char name[NAME_MAX + 1];
+	struct stat before;
+	bool have_before = false;
+	mode_t mode = 0644;
+	sattr3 rest;
+	const sattr3 *sa = NULL;
+
+	res->status = create_begin(c, &args->where, &d, name);
+	if (d.fd >= 0) {
+		before = d.st;
+		have_before = true;
+	}
+	if (res->status != NFS3_OK)
+		goto fail;
+	if (args->how.mode != EXCLUSIVE) {
+		const sattr3 *in = &args->how.createhow3_u.obj_attributes;
+		if (in->mode.set_it)
+			mode = in->mode.set_mode3_u.mode & 07777;
+		rest = sattr_rest(in);
+		sa = &rest;
+	}
+	if (args->how.mode > EXCLUSIVE) {
+		res->status = NFS3ERR_INVAL;
+		goto fail;
+	}
+	if (mknodat(d.fd, name, S_IFREG | (args->how.mode == EXCLUSIVE ? 0600 : mode), 0) == 0) {
+		if (args->how.mode == EXCLUSIVE) {
+			/* the verifier lives in atime/mtime until the client's
+			 * SETATTR replaces them (knfsd does the same) */
+			struct timespec ts[2] = {
+				{ .tv_sec = be32(args->how.createhow3_u.verf) & 0x7fffffff },
+				{ .tv_sec = be32(args->how.createhow3_u.verf + 4) & 0x7fffffff },
+			};
+			if (utimensat(d.fd, name, ts, AT_SYMLINK_NOFOLLOW) < 0) {
+				res->status = vfs_nfserr(errno);
+				goto fail;
+			}
+		}
+	} else if (errno != EEXIST) {
+		res->status = vfs_nfserr(errno);
+		goto fail;
+	} else {
+		struct stat st;
+		if (fstatat(d.fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			res->status = vfs_nfserr(errno);
+			goto fail;
+		}
+		switch (args->how.mode) {
+		case UNCHECKED:
+			if (!S_ISREG(st.st_mode)) {
+				res->status = NFS3ERR_EXIST;
+				goto fail;
+			}
+			/* an existing file keeps its attributes but the size */
+			rest = args->how.createhow3_u.obj_attributes;
+			rest.mode.set_it = rest.uid.set_it = rest.gid.set_it = FALSE;
+			rest.atime.set_it = rest.mtime.set_it = DONT_CHANGE;
+			sa = &rest;
+			break;
+		case GUARDED:
+			res->status = NFS3ERR_EXIST;
+			goto fail;
+		case EXCLUSIVE:
+			if (!S_ISREG(st.st_mode) ||
+			    (uint32_t)st.st_atim.tv_sec != (be32(args->how.createhow3_u.verf) & 0x7fffffff) ||
+			    (uint32_t)st.st_mtim.tv_sec != (be32(args->how.createhow3_u.verf + 4) & 0x7fffffff)) {
+				res->status = NFS3ERR_EXIST;
+				goto fail;
+			}
+			break;	/* a retransmission of our own create */
+		}
+	}
+	res->status = create_finish(c, &d, name, sa, true, &ok->obj, &ok->obj_attributes);
+	if (res->status != NFS3_OK) {
+		xdr_free(XDRPROC(xdr_post_op_fh3), (char *)&ok->obj);
+		memset(ok, 0, sizeof(*ok));
+		goto fail;
+	}
+	vfs_wcc(&ok->dir_wcc, &before, d.fd, obj_fsid(&d));
+	goto out;
+fail:
+	if (d.xe)
+		vfs_wcc(&res->CREATE3res_u.resfail.dir_wcc, have_before ? &before : NULL, d.fd, obj_fsid(&d));
+out:
+	obj_put(&d);
+}
+
+/* ---- MKDIR (9) ---- */
+
+static void nfs3_mkdir(struct call *c, void *a, void *r)
+{
+	MKDIR3args *args = a;
+	MKDIR3res *res = r;
+	MKDIR3resok *ok = &res->MKDIR3res_u.resok;
+	struct obj d = OBJ_INIT;
+	char name[NAME_MAX + 1];
+	struct stat before;
+	bool have_before = false;
+
+	res->status = create_begin(c, &args->where, &d, name);
+	if (d.fd >= 0) {
+		before = d.st;
+		have_before = true;
+	}
+	if (res->status != NFS3_OK)
+		goto fail;
+	mode_t mode = args->attributes.mode.set_it ? args->attributes.mode.set_mode3_u.mode & 07777 : 0755;
+	if (mkdirat(d.fd, name, mode) < 0) {
+		res->status = vfs_nfserr(errno);
+		goto fail;
+	}
+	sattr3 rest = sattr_rest(&args->attributes);
+	rest.size.set_it = FALSE;
+	res->status = create_finish(c, &d, name, &rest, true, &ok->obj, &ok->obj_attributes);
+	if (res->status != NFS3_OK) {
+		xdr_free(XDRPROC(xdr_post_op_fh3), (char *)&ok->obj);
+		memset(ok, 0, sizeof(*ok));
+		goto fail;
+	}
+	vfs_wcc(&ok->dir_wcc, &before, d.fd, obj_fsid(&d));
+	goto out;
+fail:
+	if (d.xe)
+		vfs_wcc(&res->MKDIR3res_u.resfail.dir_wcc, have_before ? &before : NULL, d.fd, obj_fsid(&d));
+out:
+	obj_put(&d);
+}
+
+/* ---- SYMLINK (10) ---- */
+
+static void nfs3_symlink(struct call *c, void *a, void *r)
+{
+	SYMLINK3args *args = a;
+	SYMLINK3res *res = r;
+	SYMLINK3resok *ok = &res->SYMLINK3res_u.resok;
+	struct obj d = OBJ_INIT;
+	char name[NAME_MAX + 1];
+	char *target = NULL;
+	struct stat before;
+	bool have_before = false;
+	const nfspath3 *t = &args->symlink.symlink_data;
+
+	res->status = create_begin(c, &args->where, &d, name);
+	if (d.fd >= 0) {
+		before = d.st;
+		have_before = true;
+	}
+	if (res->status != NFS3_OK)
+		goto fail;
+	if (t->nfspath3_len == 0 || memchr(t->nfspath3_val, '\0', t->nfspath3_len)) {
+		res->status = NFS3ERR_INVAL;
+		goto fail;
+	}
+	if (t->nfspath3_len >= PATH_MAX) {
+		res->status = NFS3ERR_NAMETOOLONG;
+		goto fail;
+	}
+	target = strndup(t->nfspath3_val, t->nfspath3_len);
+	if (!target) {
+		res->status = NFS3ERR_SERVERFAULT;
+		goto fail;
+	}
+	/* The target is stored as the client gave it; the server never
+	 * follows it (every lookup is O_NOFOLLOW on one component). */
+	if (symlinkat(target, d.fd, name) < 0) {
+		res->status = vfs_nfserr(errno);
+		goto fail;
+	}
+	sattr3 rest = sattr_rest(&args->symlink.symlink_attributes);
+	rest.size.set_it = FALSE;
+	res->status = create_finish(c, &d, name, &rest, true, &ok->obj, &ok->obj_attributes);
+	if (res->status != NFS3_OK) {
+		xdr_free(XDRPROC(xdr_post_op_fh3), (char *)&ok->obj);
+		memset(ok, 0, sizeof(*ok));
+		goto fail;
+	}
+	vfs_wcc(&ok->dir_wcc, &before, d.fd, obj_fsid(&d));
+	goto out;
+fail:
+	if (d.xe)
+		vfs_wcc(&res->SYMLINK3res_u.resfail.dir_wcc, have_before ? &before : NULL, d.fd, obj_fsid(&d));
+out:
+	free(target);
+	obj_put(&d);
+}
+
+/* ---- MKNOD (11) ---- */
+
+static void nfs3_mknod(struct call *c, void *a, void *r)
+{
+	MKNOD3args *args = a;
+	MKNOD3res *res = r;
+	MKNOD3resok *ok = &res->MKNOD3res_u.resok;
+	struct obj d = OBJ_INIT;
+	char name[NAME_MAX + 1];
+	struct stat before;
+	bool have_before = false;
+	const sattr3 *sa;
+	mode_t type;
+	dev_t dev = 0;
+
+	res->status = create_begin(c, &args->where, &d, name);
+	if (d.fd >= 0) {
+		before = d.st;
+		have_before = true;
+	}
+	if (res->status != NFS3_OK)
+		goto fail;
+	switch (args->what.type) {
+	case NF3CHR:
+	case NF3BLK:
+		type = args->what.type == NF3CHR ? S_IFCHR : S_IFBLK;
+		sa = &args->what.mknoddata3_u.device.dev_attributes;
+		dev = makedev(args->what.mknoddata3_u.device.spec.specdata1,
+			      args->what.mknoddata3_u.device.spec.specdata2);
+		break;
+	case NF3SOCK:
+	case NF3FIFO:
+		type = args->what.type == NF3SOCK ? S_IFSOCK : S_IFIFO;
+		sa = &args->what.mknoddata3_u.pipe_attributes;
+		break;
+	default:
+		res->status = NFS3ERR_BADTYPE;
+		goto fail;
+	}
+	mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0644;
+	if (mknodat(d.fd, name, type | mode, dev) < 0) {
+		res->status = vfs_nfserr(errno);
+		goto fail;
+	}
+	sattr3 rest = sattr_rest(sa);
+	rest.size.set_it = FALSE;
+	res->status = create_finish(c, &d, name, &rest, true, &ok->obj, &ok->obj_attributes);
+	if (res->status != NFS3_OK) {
+		xdr_free(XDRPROC(xdr_post_op_fh3), (char *)&ok->obj);
+		memset(ok, 0, sizeof(*ok));
+		goto fail;
+	}
+	vfs_wcc(&ok->dir_wcc, &before, d.fd, obj_fsid(&d));
+	goto out;
+fail:
+	if (d.xe)
+		vfs_wcc(&res->MKNOD3res_u.resfail.dir_wcc, have_before ? &before : NULL, d.fd, obj_fsid(&d));
+out:
+	obj_put(&d);
+}
+
+/* ---- REMOVE (12), RMDIR (13) ---- */
+
+static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir, wcc_data *wcc)
+{
+	struct obj d = OBJ_INIT;
+	char name[NAME_MAX + 1];
+	struct stat before;
+	bool have_before = false;
+	nfsstat3 st = obj_get(c, &what->dir, &d);
+
+	if (st != NFS3_OK)
+		goto out;
+	before = d.st;
+	have_before = true;
+	if (!S_ISDIR(d.st.st_mode)) {
+		st = NFS3ERR_NOTDIR;
+		goto done;
+	}
+	if (!d.opts->rw) {
+		st = NFS3ERR_ROFS;
+		goto done;
+	}
+	if ((st = check_name(&what->name, name)) != NFS3_OK)
+		goto done;
+	if (is_dot(name)) {
+		st = rmdir ? NFS3ERR_INVAL : NFS3ERR_ACCES;
+		goto done;
+	}
+	if (is_dotdot(name)) {
+		st = rmdir ? NFS3ERR_NOTEMPTY : NFS3ERR_ACCES;
+		goto done;
+	}
+	if ((st = become(c, &d)) != NFS3_OK)
+		goto done;
+	if (unlinkat(d.fd, name, rmdir ? AT_REMOVEDIR : 0) < 0) {
+		st = vfs_nfserr(errno);
+		goto done;
+	}
+	st = commit_change(c, &d, d.fd, NULL);
+done:
+	vfs_wcc(wcc, have_before ? &before : NULL, d.fd, obj_fsid(&d));
+out:
+	obj_put(&d);
+	return st;
+}
+
+static void nfs3_remove(struct call *c, void *a, void *r)
+{
+	REMOVE3args *args = a;
+	REMOVE3res *res = r;
+
+	res->status = unlink_common(c, &args->object, false, &res->REMOVE3res_u.resfail.dir_wcc);
+}
+
+static void nfs3_rmdir(struct call *c, void *a, void *r)
+{
+	RMDIR3args *args = a;
+	RMDIR3res *res = r;
+
+	res->status = unlink_common(c, &args->object, true, &res->RMDIR3res_u.resfail.dir_wcc);
+}
+
+/* ---- RENAME (14) ---- */
+
+static void nfs3_rename(struct call *c, void *a, void *r)
+{
+	RENAME3args *args = a;
+	RENAME3res *res = r;
+	RENAME3resfail *rf = &res->RENAME3res_u.resfail;
+	struct obj fd = OBJ_INIT, td = OBJ_INIT;
+	char fname[NAME_MAX + 1], tname[NAME_MAX + 1];
+	struct stat fbefore, tbefore;
+	bool have_f = false, have_t = false;
+
+	res->status = obj_get(c, &args->from.dir, &fd);
+	if (res->status != NFS3_OK)
+		goto out;
+	fbefore = fd.st;
+	have_f = true;
+	res->status = obj_get(c, &args->to.dir, &td);
+	if (res->status != NFS3_OK)
+		goto done;
+	tbefore = td.st;
+	have_t = true;
+	if (fd.xe != td.xe) {
+		res->status = NFS3ERR_XDEV;
+		goto done;
+	}
+	if (!S_ISDIR(fd.st.st_mode) || !S_ISDIR(td.st.st_mode)) {
+		res->status = NFS3ERR_NOTDIR;
+		goto done;
+	}
+	if (!fd.opts->rw) {
+		res->status = NFS3ERR_ROFS;
+		goto done;
+	}
+	if ((res->status = check_name(&args->from.name, fname)) != NFS3_OK ||
+	    (res->status = check_name(&args->to.name, tname)) != NFS3_OK)
+		goto done;
+	if (is_dot(fname) || is_dotdot(fname) || is_dot(tname) || is_dotdot(tname)) {
+		res->status = NFS3ERR_INVAL;
+		goto done;
+	}
+	if ((res->status = become(c, &fd)) != NFS3_OK)
+		goto done;
+	if (renameat(fd.fd, fname, td.fd, tname) < 0) {
+		res->status = vfs_nfserr(errno);
+		goto done;
+	}
+	res->status = commit_change(c, &fd, fd.fd, NULL);
+	if (res->status == NFS3_OK && (fd.st.st_ino != td.st.st_ino || fd.st.st_dev != td.st.st_dev))
+		res->status = commit_change(c, &td, td.fd, NULL);
+done:
+	/* resok and resfail are laid out alike: fromdir_wcc, todir_wcc */
+	if (fd.xe)
+		vfs_wcc(&rf->fromdir_wcc, have_f ? &fbefore : NULL, fd.fd, obj_fsid(&fd));
+	if (td.xe)
+		vfs_wcc(&rf->todir_wcc, have_t ? &tbefore : NULL, td.fd, obj_fsid(&td));
+out:
+	obj_put(&fd);
+	obj_put(&td);
+}
+
+/* ---- LINK (15) ---- */
+
+static void nfs3_link(struct call *c, void *a, void *r)
+{
+	LINK3args *args = a;
+	LINK3res *res = r;
+	LINK3resfail *rf = &res->LINK3res_u.resfail;
+	struct obj f = OBJ_INIT, d = OBJ_INIT;
+	char name[NAME_MAX + 1], p[32];
+	struct stat before;
+	bool have_before = false;
+
+	res->status = obj_get(c, &args->file, &f);
+	if (res->status != NFS3_OK)
+		goto out;
+	res->status = obj_get(c, &args->link.dir, &d);
+	if (res->status != NFS3_OK)
+		goto done;
+	before = d.st;
+	have_before = true;
+	if (f.xe != d.xe) {
+		res->status = NFS3ERR_XDEV;
+		goto done;
+	}
+	if (!S_ISDIR(d.st.st_mode)) {
+		res->status = NFS3ERR_NOTDIR;
+		goto done;
+	}
+	if (S_ISDIR(f.st.st_mode)) {
+		res->status = NFS3ERR_ISDIR;
+		goto done;
+	}
+	if (!d.opts->rw) {
+		res->status = NFS3ERR_ROFS;
+		goto done;
+	}
+	if ((res->status = check_name(&args->link.name, name)) != NFS3_OK)
+		goto done;
+	if (is_dot(name) || is_dotdot(name)) {
+		res->status = NFS3ERR_EXIST;
+		goto done;
+	}
+	if ((res->status = become(c, &d)) != NFS3_OK)
+		goto done;
+	/* linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH, which the
+	 * caller's identity lacks; the /proc magic link needs nothing */
+	vfs_proc_path(f.fd, p);
+	if (linkat(AT_FDCWD, p, d.fd, name, AT_SYMLINK_FOLLOW) < 0) {
+		res->status = vfs_nfserr(errno);
+		goto done;
+	}
+	res->status = commit_change(c, &d, d.fd, name);
+done:
+	vfs_post_op_fd(&rf->file_attributes, f.fd, f.xe ? obj_fsid(&f) : 0);
+	if (d.xe)
+		vfs_wcc(&rf->linkdir_wcc, have_before ? &before : NULL, d.fd, obj_fsid(&d));
+out:
+	obj_put(&f);
+	obj_put(&d);
+}
+
+/* ---- READDIR (16), READDIRPLUS (17) ---- */
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* dir_verf -- the cookie verifier of a directory. Cookies are the backing
+ * filesystem's own directory offsets (d_off), stable across changes and
+ * restarts, so the verifier need not change when the directory does; it
+ * names the directory, so a cookie is refused when presented for another. */
+static void dir_verf(const struct obj *d, char out[NFS3_COOKIEVERFSIZE])
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ d->xe->e->id;
+
+	h = (h ^ (uint64_t)d->st.st_ino) * 0x100000001b3ull;
+	h = (h ^ (uint64_t)d->st.st_dev) * 0x100000001b3ull;
+	memcpy(out, &h, 8);
+}
+
+static size_t xdr_pad(size_t n)
+{
+	return (n + 3) & ~(size_t)3;
+}
+
+static size_t readdir_reply_size(const void *a)
+{
+	const READDIR3args *args = a;
+
+	return (args->count < 1024 * 1024 ? args->count : 1024 * 1024) + 512;
+}
+
+static size_t readdirplus_reply_size(const void *a)
+{
+	const READDIRPLUS3args *args = a;
+
+	return (args->maxcount < 1024 * 1024 ? args->maxcount : 1024 * 1024) + 512;
+}
+
+/* readdir_common -- both READDIR and READDIRPLUS: plus selects entryplus3.
+ * dircount bounds the directory part (READDIRPLUS), maxcount the reply. */
+static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie, const char *verf,
+			       size_t dircount, size_t maxcount, bool plus, struct obj *d,
+			       char *outverf, void **entries, bool_t *eof)
+{
+	char zero[NFS3_COOKIEVERFSIZE] = { 0 };
+	char buf[32768];
+	int dfd = -1;
+	nfsstat3 st = obj_get(c, fh, d);
+	/* status, dir attributes, verifier, list end, eof */
+	size_t used = 4 + 88 + 8 + 4 + 4, dirused = 0;
+	size_t nentries = 0;
+	entry3 **tail3 = (entry3 **)entries;
+	entryplus3 **tailp = (entryplus3 **)entries;
+
+	*entries = NULL;
+	*eof = FALSE;
+	if (st != NFS3_OK)
+		return st;
+	if (!S_ISDIR(d->st.st_mode))
+		return NFS3ERR_NOTDIR;
+	dir_verf(d, outverf);
+	if (cookie != 0 && memcmp(verf, zero, 8) != 0 && memcmp(verf, outverf, 8) != 0)
+		return NFS3ERR_BAD_COOKIE;
+	if ((st = become(c, d)) != NFS3_OK)
+		return st;
+	dfd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return vfs_nfserr(errno);
+	if (cookie != 0 && lseek(dfd, (off_t)cookie, SEEK_SET) < 0) {
+		st = NFS3ERR_BAD_COOKIE;
+		goto out;
+	}
+	if (maxcount > 1024 * 1024)
+		maxcount = 1024 * 1024;
+	for (;;) {
+		long n = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+		if (n < 0) {
+			st = vfs_nfserr(errno);
+			goto out;
+		}
+		if (n == 0) {
+			*eof = TRUE;
+			break;
+		}
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 *de = (struct linux_dirent64 *)(buf + off);
+			off += de->d_reclen;
+			size_t nl = strlen(de->d_name);
+			size_t dsize = 8 + 4 + xdr_pad(nl) + 8;
+			size_t esize = 4 + dsize;
+			struct stat est;
+			struct fh efh;
+			bool have_st = false, have_fh = false;
+			uint64_t ino = de->d_ino;
+
+			if (plus) {
+				int efd = d->fd;
+				const char *en = de->d_name;
+				if (is_dot(en) || (is_dotdot(en) && is_export_root(d)))
+					en = "";	/* the directory itself */
+				have_st = fstatat(efd, en, &est, AT_SYMLINK_NOFOLLOW | (en[0] ? 0 : AT_EMPTY_PATH)) == 0;
+				have_fh = have_st && handle_of(d, efd, en, &efh) == 0;
+				if (have_st)
+					ino = est.st_ino;
+				esize += 4 + (have_st ? 84 : 0) + 4 + (have_fh ? 4 + xdr_pad(efh.len) : 0);
+			} else if (is_dotdot(de->d_name) && is_export_root(d)) {
+				ino = d->st.st_ino;
+			}
+			if (used + esize > maxcount || (plus && dirused + dsize > dircount)) {
+				if (nentries == 0) {
+					st = NFS3ERR_TOOSMALL;
+					goto out;
+				}
+				goto full;
+			}
+			used += esize;
+			dirused += dsize;
+			char *nm = malloc(nl ? nl : 1);
+			if (!nm) {
+				st = NFS3ERR_SERVERFAULT;
+				goto out;
+			}
+			memcpy(nm, de->d_name, nl);
+			if (plus) {
+				entryplus3 *e = calloc(1, sizeof(*e));
+				if (!e) {
+					free(nm);
+					st = NFS3ERR_SERVERFAULT;
+					goto out;
+				}
+				e->fileid = ino;
+				e->name.filename3_val = nm;
+				e->name.filename3_len = (u_int)nl;
+				e->cookie = (cookie3)de->d_off;
+				if (have_st)
+					vfs_post_op(&e->name_attributes, &est, obj_fsid(d));
+				if (have_fh)
+					e->name_handle.handle_follows = set_fh(&e->name_handle.post_op_fh3_u.handle, &efh);
+				*tailp = e;
+				tailp = &e->nextentry;
+			} else {
+				entry3 *e = calloc(1, sizeof(*e));
+				if (!e) {
+					free(nm);
+					st = NFS3ERR_SERVERFAULT;
+					goto out;
+				}
+				e->fileid = ino;
+				e->name.filename3_val = nm;
+				e->name.filename3_len = (u_int)nl;
+				e->cookie = (cookie3)de->d_off;
+				*tail3 = e;
+				tail3 = &e->nextentry;
+			}
+			nentries++;
+		}
+	}
+full:
+	st = NFS3_OK;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	return st;
+}
+
+static void nfs3_readdir(struct call *c, void *a, void *r)
+{
+	READDIR3args *args = a;
+	READDIR3res *res = r;
+	READDIR3resok *ok = &res->READDIR3res_u.resok;
+	struct obj d = OBJ_INIT;
+	void *entries;
+
+	res->status = readdir_common(c, &args->dir, args->cookie, args->cookieverf, SIZE_MAX,
+				     args->count, false, &d, ok->cookieverf, &entries, &ok->reply.eof);
+	ok->reply.entries = entries;
+	if (res->status != NFS3_OK) {
+		xdr_free(XDRPROC(xdr_READDIR3resok), (char *)ok);
+		memset(ok, 0, sizeof(*ok));
+		if (d.fd >= 0)
+			vfs_post_op_fd(&res->READDIR3res_u.resfail.dir_attributes, d.fd, obj_fsid(&d));
+	} else {
+		vfs_post_op_fd(&ok->dir_attributes, d.fd, obj_fsid(&d));
+	}
+	obj_put(&d);
+}
+
+static void nfs3_readdirplus(struct call *c, void *a, void *r)
+{
+	READDIRPLUS3args *args = a;
+	READDIRPLUS3res *res = r;
+	READDIRPLUS3resok *ok = &res->READDIRPLUS3res_u.resok;
+	struct obj d = OBJ_INIT;
+	void *entries;
+
+	res->status = readdir_common(c, &args->dir, args->cookie, args->cookieverf, args->dircount,
+				     args->maxcount, true, &d, ok->cookieverf, &entries, &ok->reply.eof);
+	ok->reply.entries = entries;
+	if (res->status != NFS3_OK) {
+		xdr_free(XDRPROC(xdr_READDIRPLUS3resok), (char *)ok);
+		memset(ok, 0, sizeof(*ok));
+		if (d.fd >= 0)
+			vfs_post_op_fd(&res->READDIRPLUS3res_u.resfail.dir_attributes, d.fd, obj_fsid(&d));
+	} else {
+		vfs_post_op_fd(&ok->dir_attributes, d.fd, obj_fsid(&d));
+	}
+	obj_put(&d);
+}
+
+/* ---- FSSTAT (18), FSINFO (19), PATHCONF (20) ---- */
+
+static void nfs3_fsstat(struct call *c, void *a, void *r)
+{
+	FSSTAT3args *args = a;
+	FSSTAT3res *res = r;
+	FSSTAT3resok *ok = &res->FSSTAT3res_u.resok;
+	struct obj o = OBJ_INIT;
+	struct statvfs sv;
+
+	res->status = obj_get(c, &args->fsroot, &o);
+	if (res->status != NFS3_OK)
+		goto out;
+	if (fstatvfs(o.fd, &sv) < 0) {
+		res->status = vfs_nfserr(errno);
+		vfs_post_op(&res->FSSTAT3res_u.resfail.obj_attributes, &o.st, obj_fsid(&o));
+		goto out;
+	}
+	ok->tbytes = (uint64)sv.f_blocks * sv.f_frsize;
+	ok->fbytes = (uint64)sv.f_bfree * sv.f_frsize;
+	ok->abytes = (uint64)sv.f_bavail * sv.f_frsize;
+	ok->tfiles = sv.f_files;
+	ok->ffiles = sv.f_ffree;
+	ok->afiles = sv.f_favail;
+	ok->invarsec = 0;
+	vfs_post_op(&ok->obj_attributes, &o.st, obj_fsid(&o));
+out:
+	obj_put(&o);
+}
+
+static void nfs3_fsinfo(struct call *c, void *a, void *r)
+{
+	FSINFO3args *args = a;
+	FSINFO3res *res = r;
+	FSINFO3resok *ok = &res->FSINFO3res_u.resok;
+	struct obj o = OBJ_INIT;
+
+	res->status = obj_get(c, &args->fsroot, &o);
+	if (res->status != NFS3_OK)
+		goto out;
+	ok->rtmax = NFSD_MAX_IO;
+	ok->rtpref = NFSD_MAX_IO;
+	ok->rtmult = 4096;
+	ok->wtmax = NFSD_MAX_IO;
+	ok->wtpref = NFSD_MAX_IO;
+	ok->wtmult = 4096;
+	ok->dtpref = 64 * 1024;
+	ok->maxfilesize = (uint64)LLONG_MAX;
+	ok->time_delta.seconds = 0;
+	ok->time_delta.nseconds = 1;
+	ok->properties = FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME;
+	vfs_post_op(&ok->obj_attributes, &o.st, obj_fsid(&o));
+out:
+	obj_put(&o);
+}
+
+static void nfs3_pathconf(struct call *c, void *a, void *r)
+{
+	PATHCONF3args *args = a;
+	PATHCONF3res *res = r;
+	PATHCONF3resok *ok = &res->PATHCONF3res_u.resok;
+	struct obj o = OBJ_INIT;
+	char p[32];
+
+	res->status = obj_get(c, &args->object, &o);
+	if (res->status != NFS3_OK)
+		goto out;
+	vfs_proc_path(o.fd, p);
+	long lm = S_ISLNK(o.st.st_mode) ? -1 : pathconf(p, _PC_LINK_MAX);
+	long nm = S_ISLNK(o.st.st_mode) ? -1 : pathconf(p, _PC_NAME_MAX);
+	ok->linkmax = lm > 0 ? (uint32)lm : 65000;
+	ok->name_max = nm > 0 && nm <= NAME_MAX ? (uint32)nm : NAME_MAX;
+	ok->no_trunc = TRUE;
+	ok->chown_restricted = TRUE;
+	ok->case_insensitive = FALSE;
+	ok->case_preserving = TRUE;
+	vfs_post_op(&ok->obj_attributes, &o.st, obj_fsid(&o));
+out:
+	obj_put(&o);
+}
+
+/* ---- COMMIT (21) ---- */
+
+static void nfs3_commit(struct call *c, void *a, void *r)
+{
+	COMMIT3args *args = a;
+	COMMIT3res *res = r;
+	struct obj o = OBJ_INIT;
+	struct stat before;
+
+	res->status = obj_get(c, &args->file, &o);
+	if (res->status != NFS3_OK)
+		goto out;
+	before = o.st;
+	if (!S_ISREG(o.st.st_mode)) {
+		res->status = S_ISDIR(o.st.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
+		vfs_wcc(&res->COMMIT3res_u.resfail.file_wcc, &before, o.fd, obj_fsid(&o));
+		goto out;
+	}
+	if (!o.opts->async && commit_fd(o.fd, false) < 0) {
+		static long tok;
+		if (log_ratelimited(&tok))
+			log_warn("COMMIT: fsync in export %s", o.xe->e->path);
+		res->status = NFS3ERR_IO;
+		vfs_wcc(&res->COMMIT3res_u.resfail.file_wcc, &before, o.fd, obj_fsid(&o));
+		goto out;
+	}
+	memcpy(res->COMMIT3res_u.resok.verf, nfsd_settings.write_verf, NFS3_WRITEVERFSIZE);
+	vfs_wcc(&res->COMMIT3res_u.resok.file_wcc, &before, o.fd, obj_fsid(&o));
+out:
+	obj_put(&o);
+}
+
+/* ---- the table ---- */
+
+#define PROC(num, nm, fn, argt, rest, nonidem, rsize)                                              \
+	[num] = { .name = nm, .xdr_args = XDRPROC(xdr_##argt), .xdr_res = XDRPROC(xdr_##rest), \
+		  .args_size = sizeof(argt), .res_size = sizeof(rest), .handler = fn,              \
+		  .drc = nonidem, .reply_size = rsize, .stat_idx = STATS_NFS_BASE + num,            \
+		  .res_status = true }
+
+const struct rpc_proc nfs3_procs[] = {
+	[0] = { .name = "NULL", .xdr_args = XDRPROC(xdr_void), .xdr_res = XDRPROC(xdr_void),
+		.handler = nfs3_null, .stat_idx = STATS_NFS_BASE },
+	PROC(1, "GETATTR", nfs3_getattr, GETATTR3args, GETATTR3res, false, NULL),
+	PROC(2, "SETATTR", nfs3_setattr, SETATTR3args, SETATTR3res, true, NULL),
+	PROC(3, "LOOKUP", nfs3_lookup, LOOKUP3args, LOOKUP3res, false, NULL),
+	PROC(4, "ACCESS", nfs3_access, ACCESS3args, ACCESS3res, false, NULL),
+	PROC(5, "READLINK", nfs3_readlink, READLINK3args, READLINK3res, false, NULL),
+	PROC(6, "READ", nfs3_read, READ3args, READ3res, false, read_reply_size),
+	PROC(7, "WRITE", nfs3_write, WRITE3args, WRITE3res, false, NULL),
+	PROC(8, "CREATE", nfs3_create, CREATE3args, CREATE3res, true, NULL),
+	PROC(9, "MKDIR", nfs3_mkdir, MKDIR3args, MKDIR3res, true, NULL),
+	PROC(10, "SYMLINK", nfs3_symlink, SYMLINK3args, SYMLINK3res, true, NULL),
+	PROC(11, "MKNOD", nfs3_mknod, MKNOD3args, MKNOD3res, true, NULL),
+	PROC(12, "REMOVE", nfs3_remove, REMOVE3args, REMOVE3res, true, NULL),
+	PROC(13, "RMDIR", nfs3_rmdir, RMDIR3args, RMDIR3res, true, NULL),
+	PROC(14, "RENAME", nfs3_rename, RENAME3args, RENAME3res, true, NULL),
+	PROC(15, "LINK", nfs3_link, LINK3args, LINK3res, true, NULL),
+	PROC(16, "READDIR", nfs3_readdir, READDIR3args, READDIR3res, false, readdir_reply_size),
+	PROC(17, "READDIRPLUS", nfs3_readdirplus, READDIRPLUS3args, READDIRPLUS3res, false,
+	     readdirplus_reply_size),
+	PROC(18, "FSSTAT", nfs3_fsstat, FSSTAT3args, FSSTAT3res, false, NULL),
+	PROC(19, "FSINFO", nfs3_fsinfo, FSINFO3args, FSINFO3res, false, NULL),
+	PROC(20, "PATHCONF", nfs3_pathconf, PATHCONF3args, PATHCONF3res, false, NULL),
+	PROC(21, "COMMIT", nfs3_commit, COMMIT3args, COMMIT3res, false, NULL),
+};
+const unsigned nfs3_nprocs = sizeof(nfs3_procs) / sizeof(nfs3_procs[0]);

@@ -1,0 +1,88 @@
+/*
+ * nfsd.h -- what the parts of presto-nfsd share: the call context handed to
+ * a procedure handler, the procedure table's entry, and the server-wide
+ * settings.
+ */
+#ifndef PRESTO_NFSD_H
+#define PRESTO_NFSD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <rpc/rpc.h>
+
+#include "nfsd/rpc.h"
+
+/* The largest READ and WRITE we offer in FSINFO (rtmax, wtmax). */
+#define NFSD_MAX_IO (1024 * 1024)
+/* AUTH_SYS carries at most 16 supplementary groups (RFC 5531 appendix A). */
+#define NFSD_MAX_GIDS 16
+
+struct xtab;
+struct xexport;
+
+/* call_cred -- who asks, as decoded from the RPC credential. */
+struct call_cred {
+	uint32_t flavor;		/* AUTH_NONE or AUTH_SYS */
+	uint32_t uid, gid;
+	uint32_t ngids;
+	uint32_t gids[NFSD_MAX_GIDS];
+};
+
+/* call -- one call being served: borrowed by the handler from dispatch. */
+struct call {
+	struct rpc_req *req;
+	uint32_t xid, prog, vers, proc;
+	struct call_cred cred;
+	struct xtab *xt;		/* exports in force for this call (a reference) */
+};
+
+/* rpc_proc -- one row of a program's procedure table (Linux nfs3proc.c
+ * style): how to decode, run and encode a procedure. */
+struct rpc_proc {
+	const char *name;
+	xdrproc_t xdr_args;
+	xdrproc_t xdr_res;
+	size_t args_size;
+	size_t res_size;
+	void (*handler)(struct call *c, void *args, void *res);
+	/* not idempotent: replies go through the duplicate request cache */
+	bool drc;
+	/* reply buffer size for these arguments; NULL means NFSD_REPLY_SMALL */
+	size_t (*reply_size)(const void *args);
+	int stat_idx;			/* index into the statistics tables */
+	/* the result begins with a status (nfsstat3, mountstat3): non-zero
+	 * counts as an error in the statistics */
+	bool res_status;
+};
+
+#define NFSD_REPLY_SMALL 4096
+
+/* XDRPROC -- an XDR routine as libtirpc's xdrproc_t. The detour through
+ * void (*)(void) is the cast C allows between function pointer types
+ * (xdr_void takes no arguments, the generated routines take two). */
+#define XDRPROC(f) ((xdrproc_t)(void (*)(void))(f))
+
+/* nfsd_settings -- server-wide, set once at start-up. */
+struct nfsd_settings {
+	const char *state_dir;
+	uint8_t write_verf[8];		/* changes at every start of the server */
+	bool debug;
+};
+extern struct nfsd_settings nfsd_settings;
+
+/* Procedure tables (nfs3.c, mount3.c). */
+extern const struct rpc_proc nfs3_procs[];
+extern const unsigned nfs3_nprocs;
+extern const struct rpc_proc mount3_procs[];
+extern const unsigned mount3_nprocs;
+extern const struct rpc_proc mount1_procs[];
+extern const unsigned mount1_nprocs;
+
+/* dispatch -- the worker entry point: decode, authenticate, run, reply. */
+void dispatch(struct rpc_req *req);
+
+/* addr_to_string -- numeric text of a socket address (no port). */
+const char *addr_to_string(const struct sockaddr *sa, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,719 @@
+/*
+ * rpc.c -- the RPC transport: listeners, record marking, epoll loop, workers.
+ *
+ * Threads: one event loop thread (the caller of rpc_run) accepts, reads and
+ * cuts records; NTHREADS workers run the dispatch function; any thread may
+ * send a reply. Design choices:
+ * - Level-triggered epoll. A connection's interest set is derived from its
+ *   state under its lock (readable unless throttled, writable while output is
+ *   queued), so a worker and the loop never disagree about it.
+ * - Reads go through a 64 KiB staging buffer: many small pipelined calls cost
+ *   one read(2), and a record is copied once into a buffer of its own size
+ *   that the request then owns.
+ * - A reply is written directly by the thread that produced it when nothing
+ *   is queued before it (the common case: no wake-up of the loop); otherwise
+ *   it is queued and the loop writes it on EPOLLOUT.
+ * - A connection is reference counted: the loop holds one reference while
+ *   the socket is open, each request one. The fd is closed under the lock, so
+ *   a worker never writes to a reused descriptor.
+ */
+#include "nfsd/rpc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nfsd/log.h"
+
+enum ep_kind { EP_LISTEN, EP_CONN, EP_EVENT, EP_SIGNAL };
+
+struct ep_item {
+	enum ep_kind kind;
+	int fd;
+};
+
+struct outbuf {
+	struct outbuf *next;
+	uint8_t *data;
+	size_t len, off;
+};
+
+struct rpc_conn {
+	struct ep_item ep;		/* first: epoll data points here */
+	int refs;			/* atomic */
+	pthread_mutex_t lock;
+	bool closed;
+	bool close_after;		/* close once output drains */
+	bool throttled;
+	uint32_t events;		/* current epoll interest set */
+	unsigned inflight;
+	struct outbuf *out_head, *out_tail;
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
+	/* receive state: event loop thread only */
+	uint8_t mark[4];
+	size_t mark_got;
+	size_t frag_left;
+	bool last_frag;
+	uint8_t *rec;
+	size_t rec_len, rec_cap;
+	/* lists: all connections (R.conns_lock), connections closed but whose
+	 * loop reference is not yet dropped (R.conns_lock) */
+	struct rpc_conn *all_prev, *all_next, *closed_next;
+};
+
+#define RPC_MAX_LISTENERS 8
+
+static struct {
+	int epfd;
+	int evfd;
+	struct ep_item ev_item, sig_item;
+	struct ep_item listeners[RPC_MAX_LISTENERS];
+	unsigned nlisteners;
+	rpc_dispatch_fn dispatch;
+	pthread_t *threads;
+	unsigned nthreads;
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	struct rpc_req *qhead, *qtail;
+	bool quit_workers;
+	int stopping;			/* atomic */
+	int pending;			/* atomic: requests not yet finished */
+	/* The loop thread drops a closed connection's loop reference only
+	 * between epoll batches, so no event of the current batch can point to
+	 * freed memory, whichever thread closed it. */
+	pthread_mutex_t conns_lock;
+	struct rpc_conn *conns, *closed;
+	uint8_t stage[64 * 1024];
+} R;
+
+uint64_t rpc_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int rpc_listen_addr(const char *addr, unsigned port, struct rpc_listen *l)
+{
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&l->addr;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&l->addr;
+	char buf[64];
+	size_t n = strlen(addr);
+
+	memset(l, 0, sizeof(*l));
+	if (port > 65535)
+		return -EINVAL;
+	/* accept "[::1]" as well as "::1" */
+	if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']' && n - 2 < sizeof(buf)) {
+		memcpy(buf, addr + 1, n - 2);
+		buf[n - 2] = '\0';
+		addr = buf;
+	}
+	if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+		l->addrlen = sizeof(*s4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		l->addrlen = sizeof(*s6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void worker_enqueue(struct rpc_req *req)
+{
+	pthread_mutex_lock(&R.qlock);
+	req->next = NULL;
+	if (R.qtail)
+		R.qtail->next = req;
+	else
+		R.qhead = req;
+	R.qtail = req;
+	pthread_cond_signal(&R.qcond);
+	pthread_mutex_unlock(&R.qlock);
+}
+
+static void *worker_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct rpc_req *req;
+
+		pthread_mutex_lock(&R.qlock);
+		while (!R.qhead && !R.quit_workers)
+			pthread_cond_wait(&R.qcond, &R.qlock);
+		req = R.qhead;
+		if (!req) {
+			pthread_mutex_unlock(&R.qlock);
+			return NULL;
+		}
+		R.qhead = req->next;
+		if (!R.qhead)
+			R.qtail = NULL;
+		pthread_mutex_unlock(&R.qlock);
+		R.dispatch(req);
+	}
+}
+
+int rpc_init(unsigned nthreads, rpc_dispatch_fn fn)
+{
+	sigset_t mask;
+	int sfd;
+
+	R.dispatch = fn;
+	pthread_mutex_init(&R.qlock, NULL);
+	pthread_mutex_init(&R.conns_lock, NULL);
+	pthread_cond_init(&R.qcond, NULL);
+	R.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (R.epfd < 0)
+		return -errno;
+	R.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (R.evfd < 0)
+		return -errno;
+	R.ev_item = (struct ep_item){ EP_EVENT, R.evfd };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &R.ev_item };
+	if (epoll_ctl(R.epfd, EPOLL_CTL_ADD, R.evfd, &ev) < 0)
+		return -errno;
+
+	/* Signals are taken by the loop through a signalfd; block them in
+	 * every thread (workers inherit this mask). */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sfd < 0)
+		return -errno;
+	R.sig_item = (struct ep_item){ EP_SIGNAL, sfd };
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &R.sig_item };
+	if (epoll_ctl(R.epfd, EPOLL_CTL_ADD, sfd, &ev) < 0)
+		return -errno;
+
+	R.threads = calloc(nthreads, sizeof(*R.threads));
+	if (!R.threads)
+		return -ENOMEM;
+	for (unsigned i = 0; i < nthreads; i++) {
+		int rc = pthread_create(&R.threads[i], NULL, worker_main, NULL);
+		if (rc)
+			return -rc;
+		R.nthreads++;
+	}
+	return 0;
+}
+
+int rpc_add_listener(struct rpc_listen *l)
+{
+	int fd, one = 1;
+
+	if (R.nlisteners == RPC_MAX_LISTENERS)
+		return -ENOSPC;
+	fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (l->addr.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&l->addr, l->addrlen) < 0 || listen(fd, 128) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	socklen_t len = l->addrlen;
+	getsockname(fd, (struct sockaddr *)&l->addr, &len);
+
+	struct ep_item *it = &R.listeners[R.nlisteners++];
+	*it = (struct ep_item){ EP_LISTEN, fd };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = it };
+	if (epoll_ctl(R.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		int e = -errno;
+		close(fd);
+		R.nlisteners--;
+		return e;
+	}
+	return 0;
+}
+
+static void conn_put(struct rpc_conn *c)
+{
+	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	pthread_mutex_lock(&R.conns_lock);
+	if (c->all_prev)
+		c->all_prev->all_next = c->all_next;
+	else
+		R.conns = c->all_next;
+	if (c->all_next)
+		c->all_next->all_prev = c->all_prev;
+	pthread_mutex_unlock(&R.conns_lock);
+	while (c->out_head) {
+		struct outbuf *o = c->out_head;
+		c->out_head = o->next;
+		free(o->data);
+		free(o);
+	}
+	free(c->rec);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* conn_update_events -- make the epoll interest set match c's state. Caller
+ * holds c->lock. */
+static void conn_update_events(struct rpc_conn *c)
+{
+	uint32_t want = 0;
+
+	if (c->closed)
+		return;
+	if (!c->throttled && !c->close_after)
+		want |= EPOLLIN;
+	if (c->out_head)
+		want |= EPOLLOUT;
+	if (want == c->events)
+		return;
+	struct epoll_event ev = { .events = want, .data.ptr = &c->ep };
+	if (epoll_ctl(R.epfd, EPOLL_CTL_MOD, c->ep.fd, &ev) == 0)
+		c->events = want;
+}
+
+/* conn_close_locked -- close c's socket; queued output is dropped. The loop
+ * reference is dropped later by the loop thread (see R.closed). */
+static void conn_close_locked(struct rpc_conn *c)
+{
+	uint64_t one = 1;
+
+	if (c->closed)
+		return;
+	c->closed = true;
+	epoll_ctl(R.epfd, EPOLL_CTL_DEL, c->ep.fd, NULL);
+	close(c->ep.fd);
+	c->ep.fd = -1;
+	pthread_mutex_lock(&R.conns_lock);
+	c->closed_next = R.closed;
+	R.closed = c;
+	pthread_mutex_unlock(&R.conns_lock);
+	if (write(R.evfd, &one, sizeof(one)) < 0) {
+		/* counter already set: the loop wakes anyway */
+	}
+}
+
+/* reap_closed -- drop the loop reference of every connection closed since
+ * the last call. Loop thread only, between epoll batches. */
+static void reap_closed(void)
+{
+	pthread_mutex_lock(&R.conns_lock);
+	struct rpc_conn *c = R.closed;
+	R.closed = NULL;
+	pthread_mutex_unlock(&R.conns_lock);
+	while (c) {
+		struct rpc_conn *next = c->closed_next;
+		conn_put(c);
+		c = next;
+	}
+}
+
+/* conn_flush_locked -- write queued output; returns -1 when the connection
+ * broke (and was closed). */
+static int conn_flush_locked(struct rpc_conn *c)
+{
+	while (c->out_head) {
+		struct outbuf *o = c->out_head;
+		ssize_t n = send(c->ep.fd, o->data + o->off, o->len - o->off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			conn_close_locked(c);
+			return -1;
+		}
+		o->off += (size_t)n;
+		if (o->off < o->len)
+			break;
+		c->out_head = o->next;
+		if (!c->out_head)
+			c->out_tail = NULL;
+		free(o->data);
+		free(o);
+	}
+	if (!c->out_head && c->close_after) {
+		conn_close_locked(c);
+		return -1;
+	}
+	return 0;
+}
+
+static void req_finish(struct rpc_req *req)
+{
+	struct rpc_conn *c = req->conn;
+
+	pthread_mutex_lock(&c->lock);
+	c->inflight--;
+	if (c->throttled && c->inflight <= RPC_MAX_INFLIGHT / 2) {
+		c->throttled = false;
+		conn_update_events(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+	conn_put(c);
+	free(req->buf);
+	free(req);
+	__atomic_sub_fetch(&R.pending, 1, __ATOMIC_ACQ_REL);
+}
+
+void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len)
+{
+	struct rpc_conn *c = req->conn;
+	uint32_t mark = htonl(0x80000000u | (uint32_t)(len - 4));
+	size_t off = 0;
+
+	memcpy(rec, &mark, 4);
+	pthread_mutex_lock(&c->lock);
+	if (c->closed) {
+		free(rec);
+		goto out;
+	}
+	if (!c->out_head) {
+		while (off < len) {
+			ssize_t n = send(c->ep.fd, rec + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (n < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno != EAGAIN) {
+					conn_close_locked(c);
+					free(rec);
+					goto out;
+				}
+				break;
+			}
+			off += (size_t)n;
+		}
+		if (off == len) {
+			free(rec);
+			goto out;
+		}
+	}
+	struct outbuf *o = malloc(sizeof(*o));
+	if (!o) {
+		/* Cannot queue: the stream would lose a record; close it so the
+		 * client reconnects and retransmits. */
+		conn_close_locked(c);
+		free(rec);
+		goto out;
+	}
+	*o = (struct outbuf){ NULL, rec, len, off };
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	conn_update_events(c);
+out:
+	pthread_mutex_unlock(&c->lock);
+	req_finish(req);
+}
+
+void rpc_drop(struct rpc_req *req)
+{
+	req_finish(req);
+}
+
+void rpc_close_conn(struct rpc_req *req)
+{
+	struct rpc_conn *c = req->conn;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->out_head) {
+		c->close_after = true;
+		conn_update_events(c);
+	} else {
+		conn_close_locked(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+	req_finish(req);
+}
+
+static void do_accept(struct ep_item *l)
+{
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			static long tok;
+			if (errno != EAGAIN && errno != EINTR && log_ratelimited(&tok))
+				log_warn("accept");
+			return;
+		}
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		struct rpc_conn *c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->ep = (struct ep_item){ EP_CONN, fd };
+		c->refs = 1;
+		pthread_mutex_init(&c->lock, NULL);
+		memcpy(&c->peer, &ss, sl);
+		c->peerlen = sl;
+		c->events = EPOLLIN;
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &c->ep };
+		if (epoll_ctl(R.epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			close(fd);
+			pthread_mutex_destroy(&c->lock);
+			free(c);
+			continue;
+		}
+		pthread_mutex_lock(&R.conns_lock);
+		c->all_next = R.conns;
+		if (R.conns)
+			R.conns->all_prev = c;
+		R.conns = c;
+		pthread_mutex_unlock(&R.conns_lock);
+	}
+}
+
+/* conn_record -- a whole record arrived: hand it to a worker. */
+static void conn_record(struct rpc_conn *c)
+{
+	struct rpc_req *req = calloc(1, sizeof(*req));
+
+	if (!req) {
+		/* Out of memory: drop the call; the client retransmits. */
+		c->rec_len = 0;
+		return;
+	}
+	req->conn = c;
+	req->buf = c->rec;
+	req->len = c->rec_len;
+	req->peer = c->peer;
+	req->peerlen = c->peerlen;
+	req->t_recv_ns = rpc_now_ns();
+	c->rec = NULL;
+	c->rec_len = c->rec_cap = 0;
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+	__atomic_add_fetch(&R.pending, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&c->lock);
+	if (++c->inflight >= RPC_MAX_INFLIGHT) {
+		c->throttled = true;
+		conn_update_events(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+	worker_enqueue(req);
+}
+
+/* conn_input -- consume n bytes of the stream; returns -1 on a framing error
+ * (the caller closes the connection). */
+static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		if (c->mark_got < 4) {
+			size_t k = 4 - c->mark_got < n ? 4 - c->mark_got : n;
+			memcpy(c->mark + c->mark_got, p, k);
+			c->mark_got += k;
+			p += k;
+			n -= k;
+			if (c->mark_got < 4)
+				break;
+			uint32_t m;
+			memcpy(&m, c->mark, 4);
+			m = ntohl(m);
+			c->last_frag = (m & 0x80000000u) != 0;
+			c->frag_left = m & 0x7fffffffu;
+			if (c->rec_len + c->frag_left > RPC_MAX_RECORD)
+				return -1;
+			if (c->rec_len + c->frag_left > c->rec_cap) {
+				size_t cap = c->rec_len + c->frag_left;
+				uint8_t *nb = realloc(c->rec, cap ? cap : 1);
+				if (!nb)
+					return -1;
+				c->rec = nb;
+				c->rec_cap = cap;
+			}
+		}
+		size_t k = c->frag_left < n ? c->frag_left : n;
+		memcpy(c->rec + c->rec_len, p, k);
+		c->rec_len += k;
+		c->frag_left -= k;
+		p += k;
+		n -= k;
+		if (c->frag_left == 0) {
+			c->mark_got = 0;
+			if (c->last_frag) {
+				if (c->rec_len == 0)
+					return -1;	/* an empty call is garbage */
+				conn_record(c);
+			}
+		}
+	}
+	return 0;
+}
+
+static void conn_readable(struct rpc_conn *c)
+{
+	for (int i = 0; i < 16; i++) {
+		ssize_t n = read(c->ep.fd, R.stage, sizeof(R.stage));
+		if (n > 0) {
+			if (conn_input(c, R.stage, (size_t)n) < 0) {
+				static long tok;
+				char a[INET6_ADDRSTRLEN] = "?";
+				if (c->peer.ss_family == AF_INET)
+					inet_ntop(AF_INET, &((struct sockaddr_in *)&c->peer)->sin_addr, a, sizeof(a));
+				else
+					inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&c->peer)->sin6_addr, a, sizeof(a));
+				if (log_ratelimited(&tok))
+					log_warnx("closing connection from %s: bad record mark or record over %d bytes",
+						  a, RPC_MAX_RECORD);
+				goto close;
+			}
+			if ((size_t)n < sizeof(R.stage))
+				return;
+			pthread_mutex_lock(&c->lock);
+			bool stop = c->throttled || c->closed;
+			pthread_mutex_unlock(&c->lock);
+			if (stop)
+				return;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		goto close;
+	}
+	return;
+close:
+	pthread_mutex_lock(&c->lock);
+	conn_close_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void conn_writable(struct rpc_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	if (!c->closed) {
+		conn_flush_locked(c);
+		conn_update_events(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+void rpc_stop(void)
+{
+	uint64_t one = 1;
+
+	__atomic_store_n(&R.stopping, 1, __ATOMIC_RELEASE);
+	if (write(R.evfd, &one, sizeof(one)) < 0) {
+		/* the counter is already non-zero: the loop wakes anyway */
+	}
+}
+
+void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
+{
+	struct epoll_event evs[64];
+
+	while (!__atomic_load_n(&R.stopping, __ATOMIC_ACQUIRE)) {
+		int n = epoll_wait(R.epfd, evs, 64, 1000);
+		for (int i = 0; i < n; i++) {
+			struct ep_item *it = evs[i].data.ptr;
+			switch (it->kind) {
+			case EP_LISTEN:
+				do_accept(it);
+				break;
+			case EP_EVENT: {
+				uint64_t v;
+				if (read(R.evfd, &v, sizeof(v)) < 0) {
+					/* EAGAIN: nothing to consume */
+				}
+				break;
+			}
+			case EP_SIGNAL: {
+				struct signalfd_siginfo si;
+				while (read(it->fd, &si, sizeof(si)) == sizeof(si))
+					if (on_signal && on_signal((int)si.ssi_signo))
+						__atomic_store_n(&R.stopping, 1, __ATOMIC_RELEASE);
+				break;
+			}
+			case EP_CONN: {
+				struct rpc_conn *c = (struct rpc_conn *)it;
+				if (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+					conn_writable(c);
+				if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+					pthread_mutex_lock(&c->lock);
+					bool open = !c->closed;
+					pthread_mutex_unlock(&c->lock);
+					if (open)
+						conn_readable(c);
+				}
+				break;
+			}
+			}
+		}
+		reap_closed();
+	}
+
+	/* Stop accepting; let the calls in flight finish and their replies go
+	 * out (bounded), keep serving output on the open connections. */
+	for (unsigned i = 0; i < R.nlisteners; i++) {
+		epoll_ctl(R.epfd, EPOLL_CTL_DEL, R.listeners[i].fd, NULL);
+		close(R.listeners[i].fd);
+	}
+	R.nlisteners = 0;
+	uint64_t deadline = rpc_now_ns() + (uint64_t)drain_ms * 1000000ull;
+	while (__atomic_load_n(&R.pending, __ATOMIC_ACQUIRE) > 0 && rpc_now_ns() < deadline) {
+		int n = epoll_wait(R.epfd, evs, 64, 10);
+		for (int i = 0; i < n; i++) {
+			struct ep_item *it = evs[i].data.ptr;
+			if (it->kind == EP_CONN && (evs[i].events & EPOLLOUT))
+				conn_writable((struct rpc_conn *)it);
+		}
+		reap_closed();
+	}
+}
+
+void rpc_shutdown(void)
+{
+	pthread_mutex_lock(&R.qlock);
+	R.quit_workers = true;
+	pthread_cond_broadcast(&R.qcond);
+	pthread_mutex_unlock(&R.qlock);
+	for (unsigned i = 0; i < R.nthreads; i++)
+		pthread_join(R.threads[i], NULL);
+	free(R.threads);
+	R.threads = NULL;
+	R.nthreads = 0;
+
+	/* Workers are gone: close what is still open and free it. */
+	for (;;) {
+		pthread_mutex_lock(&R.conns_lock);
+		struct rpc_conn *c = R.conns;
+		while (c && c->closed)
+			c = c->all_next;
+		pthread_mutex_unlock(&R.conns_lock);
+		if (!c)
+			break;
+		pthread_mutex_lock(&c->lock);
+		conn_close_locked(c);
+		pthread_mutex_unlock(&c->lock);
+	}
+	reap_closed();
+	close(R.sig_item.fd);
+	close(R.evfd);
+	close(R.epfd);
+}

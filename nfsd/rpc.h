@@ -1,0 +1,78 @@
+/*
+ * rpc.h -- ONC RPC (RFC 5531) transport of presto-nfsd: TCP listeners,
+ * record marking, an epoll event loop and a pool of worker threads.
+ *
+ * The event loop thread only reads: it cuts the byte stream into records
+ * (multi-fragment, bounded by RPC_MAX_RECORD) and queues each as an
+ * rpc_req for the workers. A worker runs rpc_dispatch_fn on it; the reply
+ * may be sent from any thread at any later time with rpc_reply(), which
+ * writes directly when the connection's queue is empty and otherwise queues
+ * the bytes for the event loop (EPOLLOUT). So replies may leave out of
+ * order and later than their request (the NVRAM log defers them).
+ */
+#ifndef PRESTO_RPC_H
+#define PRESTO_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* A record larger than this closes the connection: the largest legal call is
+ * a WRITE of NFSD_MAX_IO bytes plus its header. */
+#define RPC_MAX_RECORD (1024 * 1024 + 64 * 1024)
+/* A connection with this many calls in flight is not read until it drains to
+ * half of it: one client cannot queue unbounded work. */
+#define RPC_MAX_INFLIGHT 256
+
+struct rpc_conn;
+
+/* rpc_req -- one call record. The request owns buf until it is replied to or
+ * dropped; decoded arguments borrow from it. */
+struct rpc_req {
+	struct rpc_conn *conn;
+	uint8_t *buf;
+	size_t len;
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
+	uint64_t t_recv_ns;		/* CLOCK_MONOTONIC at receipt */
+	struct rpc_req *next;		/* worker queue link */
+};
+
+struct rpc_listen {
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+};
+
+typedef void (*rpc_dispatch_fn)(struct rpc_req *req);
+
+/* rpc_listen_addr -- parse a numeric IPv4/IPv6 address and port into l; no
+ * name resolution (AI_ADDRCONFIG would refuse 127.0.0.1 in a namespace that
+ * has only lo). Returns 0 or -EINVAL. */
+int rpc_listen_addr(const char *addr, unsigned port, struct rpc_listen *l);
+
+/* rpc_init -- create the event loop and nthreads workers that call fn. */
+int rpc_init(unsigned nthreads, rpc_dispatch_fn fn);
+/* rpc_add_listener -- bind and listen on l (port 0: ephemeral; the chosen
+ * port is written back into l). Returns 0 or -errno. */
+int rpc_add_listener(struct rpc_listen *l);
+/* rpc_run -- serve until rpc_stop(); returns when in-flight calls are done
+ * (bounded by drain_ms). */
+void rpc_run(int (*on_signal)(int signo), unsigned drain_ms);
+/* rpc_stop -- ask rpc_run to stop accepting and return (any thread). */
+void rpc_stop(void);
+void rpc_shutdown(void);
+
+/* rpc_reply -- send rec (len bytes; its first 4 bytes are space for the
+ * record mark, which is filled here) on req's connection and free req.
+ * Takes ownership of rec (malloc'ed). Any thread. */
+void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len);
+/* rpc_drop -- finish req without a reply. */
+void rpc_drop(struct rpc_req *req);
+/* rpc_close_conn -- close req's connection after this request (bad stream). */
+void rpc_close_conn(struct rpc_req *req);
+
+/* rpc_now_ns -- CLOCK_MONOTONIC in nanoseconds. */
+uint64_t rpc_now_ns(void);
+
+#endif
