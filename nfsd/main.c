@@ -74,12 +74,17 @@ static int write_ports(const char *dir, unsigned nfs, unsigned mnt)
 {
 	char path[4200], tmp[4200];
 	FILE *f;
+	int fd;
 
 	snprintf(path, sizeof(path), "%s/ports", dir);
 	snprintf(tmp, sizeof(tmp), "%s/ports.tmp", dir);
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		int e = -errno;
+		if (fd >= 0)
+			close(fd);
+		return e;
+	}
 	fprintf(f, "nfs=%u mount=%u\n", nfs, mnt);
 	if (fclose(f) != 0 || rename(tmp, path) < 0)
 		return -errno;
@@ -180,6 +185,8 @@ int main(int argc, char **argv)
 	}
 
 	log_init("presto-nfsd", conf.foreground, conf.debug);
+	/* modes come from the clients, exactly: no umask of ours applies */
+	umask(0);
 	if (geteuid() != 0) {
 		/* open_by_handle_at and per-thread identities need root */
 		log_warnx("must run as root");
