@@ -40,8 +40,13 @@ export PRESTO_TOP="$top" PRESTO_BIN PRESTO_TESTBIN PRESTO_RESULTS
 # Server configurations, one a line: label|kind|export options|daemon flags.
 # kind is presto (presto-nfsd; the options go into its knfsd-style exports
 # line, the flags onto its command line) or ganesha (tests/bench/ganesha.sh;
-# options and flags unused). Add a row to compare one more configuration,
-# e.g. "presto-off|presto|rw,insecure,no_root_squash,...|--some-flag".
+# options and flags unused). Add a row to compare one more configuration; for
+# issue 4's columns, something like (the option names are presto-nfsd's):
+#   presto-on|presto|rw,insecure,no_root_squash|
+#   presto-off|presto|rw,insecure,no_root_squash,presto=off|
+#   async|presto|rw,insecure,no_root_squash,async|
+#   ganesha|ganesha||
+# and TESTS rows "write 1 1", "write 4 8", "create 1 1", "create 4 8".
 SERVERS=${PRESTO_BENCH_SERVERS:-"presto|presto|rw,insecure,no_root_squash|
 ganesha|ganesha||"}
 
@@ -344,6 +349,19 @@ for op, c, d in rows:
             cells.append("-")
     print("| " + " | ".join(cells) + " |")
 print()
+# Information, not assertions: issue 2's targets.
+for l in others:
+    ahead = total = 0
+    for op, c, d in rows:
+        r, b = find(l, op, c, d), find(baseline, op, c, d)
+        if r and b and not r["failed"] and not b["failed"]:
+            total += 1
+            ahead += r["ops_per_s"] > b["ops_per_s"]
+    print("%s ahead of %s on %d of %d rows" % (l, baseline, ahead, len(rows)))
+for l in labels:
+    r = find(l, "getattr", 4, 16)
+    if r and not r["failed"] and l != baseline:
+        print("%s getattr 4x16: %.0f ops/s (target: 25000)" % (l, r["ops_per_s"]))
 for s in servers:
     if s["status"] != "ok":
         print("%s: failed: %s" % (s["label"], s["error"]))
