@@ -10,7 +10,7 @@ $(CACHE_LIB): $(CACHE_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-NVLOG_TESTS := $(T)/unit/test_nvlog $(T)/unit/test_nvlog_powerloss
+NVLOG_TESTS := $(T)/unit/test_nvlog $(T)/unit/test_nvlog_powerloss $(T)/crash/test_nvlog_kill
 TEST_PROGS += $(NVLOG_TESTS)
 
 $(T)/unit/test_nvlog: $(O)/tests/unit/test_nvlog.o $(CACHE_LIB)
@@ -18,6 +18,10 @@ $(T)/unit/test_nvlog: $(O)/tests/unit/test_nvlog.o $(CACHE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
 $(T)/unit/test_nvlog_powerloss: $(O)/tests/unit/test_nvlog_powerloss.o $(CACHE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+$(T)/crash/test_nvlog_kill: $(O)/tests/crash/test_nvlog_kill.o $(CACHE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
