@@ -10,6 +10,12 @@ $(CACHE_LIB): $(CACHE_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
+PROGS += $(B)/presto-log
+
+$(B)/presto-log: $(O)/cache/presto-log.o $(CACHE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 NVLOG_TESTS := $(T)/unit/test_nvlog $(T)/unit/test_nvlog_powerloss $(T)/crash/test_nvlog_kill
 TEST_PROGS += $(NVLOG_TESTS)
 
@@ -26,4 +32,4 @@ $(T)/crash/test_nvlog_kill: $(O)/tests/crash/test_nvlog_kill.o $(CACHE_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
 .PHONY: nvlog
-nvlog: $(NVLOG_TESTS)
+nvlog: $(B)/presto-log $(NVLOG_TESTS)
