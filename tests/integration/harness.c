@@ -611,7 +611,10 @@ struct it_call {
 	int proc;
 	struct it_res *res;
 	struct it_fh *fh;		/* it_mnt */
+	int abandoned;			/* timed out: the callback frees it */
 };
+
+int it_call_timeout_ms = IT_TIMEOUT_MS;
 
 static void it_error_cb(struct it_res *res, int status, void *data)
 {
@@ -645,7 +648,7 @@ static void it_mnt_cb(struct rpc_context *rpc, int status, void *data, void *pri
 int it_mnt(struct rpc_context *mnt, const char *path, struct it_fh *fh)
 {
 	struct it_res res;
-	struct it_call c = { 0, 0, &res, fh };
+	struct it_call c = { 0, 0, &res, fh, 0 };
 
 	memset(&res, 0, sizeof(res));
 	if (rpc_mount3_mnt_async(mnt, it_mnt_cb, (char *)path, &c) < 0 ||
@@ -1014,6 +1017,10 @@ static void it_nfs3_cb(struct rpc_context *rpc, int status, void *data, void *pr
 	struct it_call *c = priv;
 
 	(void)rpc;
+	if (c->abandoned) {		/* it_nfs3 gave up waiting: nobody reads it */
+		free(c);
+		return;
+	}
 	c->done = 1;
 	if (status != RPC_STATUS_SUCCESS) {
 		it_error_cb(c->res, status, data);
@@ -1026,34 +1033,39 @@ static void it_nfs3_cb(struct rpc_context *rpc, int status, void *data, void *pr
 
 int it_nfs3(struct rpc_context *rpc, int proc, void *args, struct it_res *res)
 {
-	struct it_call c = { 0, proc, res, NULL };
-	int rc;
+	struct it_call *cp = calloc(1, sizeof(*cp));
+	int rc = -1;
+
+	if (!cp)
+		return -1;
+	cp->proc = proc;
+	cp->res = res;
 
 	/* args may point into *res (a handle from the previous reply): queue
 	 * (libnfs encodes at once) before res is reset */
 	switch (proc) {
-	case NFS3_NULL: rc = rpc_nfs3_null_async(rpc, it_nfs3_cb, &c); break;
-	case NFS3_GETATTR: rc = rpc_nfs3_getattr_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_SETATTR: rc = rpc_nfs3_setattr_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_LOOKUP: rc = rpc_nfs3_lookup_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_ACCESS: rc = rpc_nfs3_access_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_READLINK: rc = rpc_nfs3_readlink_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_READ: rc = rpc_nfs3_read_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_WRITE: rc = rpc_nfs3_write_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_CREATE: rc = rpc_nfs3_create_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_MKDIR: rc = rpc_nfs3_mkdir_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_SYMLINK: rc = rpc_nfs3_symlink_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_MKNOD: rc = rpc_nfs3_mknod_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_REMOVE: rc = rpc_nfs3_remove_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_RMDIR: rc = rpc_nfs3_rmdir_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_RENAME: rc = rpc_nfs3_rename_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_LINK: rc = rpc_nfs3_link_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_READDIR: rc = rpc_nfs3_readdir_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_READDIRPLUS: rc = rpc_nfs3_readdirplus_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_FSSTAT: rc = rpc_nfs3_fsstat_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_FSINFO: rc = rpc_nfs3_fsinfo_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_PATHCONF: rc = rpc_nfs3_pathconf_async(rpc, it_nfs3_cb, args, &c); break;
-	case NFS3_COMMIT: rc = rpc_nfs3_commit_async(rpc, it_nfs3_cb, args, &c); break;
+	case NFS3_NULL: rc = rpc_nfs3_null_async(rpc, it_nfs3_cb, cp); break;
+	case NFS3_GETATTR: rc = rpc_nfs3_getattr_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_SETATTR: rc = rpc_nfs3_setattr_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_LOOKUP: rc = rpc_nfs3_lookup_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_ACCESS: rc = rpc_nfs3_access_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_READLINK: rc = rpc_nfs3_readlink_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_READ: rc = rpc_nfs3_read_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_WRITE: rc = rpc_nfs3_write_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_CREATE: rc = rpc_nfs3_create_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_MKDIR: rc = rpc_nfs3_mkdir_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_SYMLINK: rc = rpc_nfs3_symlink_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_MKNOD: rc = rpc_nfs3_mknod_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_REMOVE: rc = rpc_nfs3_remove_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_RMDIR: rc = rpc_nfs3_rmdir_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_RENAME: rc = rpc_nfs3_rename_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_LINK: rc = rpc_nfs3_link_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_READDIR: rc = rpc_nfs3_readdir_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_READDIRPLUS: rc = rpc_nfs3_readdirplus_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_FSSTAT: rc = rpc_nfs3_fsstat_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_FSINFO: rc = rpc_nfs3_fsinfo_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_PATHCONF: rc = rpc_nfs3_pathconf_async(rpc, it_nfs3_cb, args, cp); break;
+	case NFS3_COMMIT: rc = rpc_nfs3_commit_async(rpc, it_nfs3_cb, args, cp); break;
 	default: rc = -1; break;
 	}
 	it_res_free(res);
@@ -1061,16 +1073,19 @@ int it_nfs3(struct rpc_context *rpc, int proc, void *args, struct it_res *res)
 	if (rc < 0) {
 		res->rpc_status = RPC_STATUS_ERROR;
 		snprintf(res->rpc_error, sizeof(res->rpc_error), "cannot queue: %s", rpc_get_error(rpc));
+		free(cp);
 		return -1;
 	}
-	if (it_wait(rpc, &c.done, IT_TIMEOUT_MS) < 0 && !c.done) {
+	if (it_wait(rpc, &cp->done, it_call_timeout_ms) < 0 && !cp->done) {
 		res->rpc_status = RPC_STATUS_TIMEOUT;
 		snprintf(res->rpc_error, sizeof(res->rpc_error), "no reply within %d ms (%s)",
-			 IT_TIMEOUT_MS, rpc_get_error(rpc));
-		/* the call may still complete later and write into c: drop the connection */
-		rpc_disconnect(rpc, "timeout");
+			 it_call_timeout_ms, rpc_get_error(rpc));
+		fprintf(stderr, "integration: NFSv3 procedure %d: %s\n", proc, res->rpc_error);
+		/* a late reply must not write into *res: the callback frees cp */
+		cp->abandoned = 1;
 		return -1;
 	}
+	free(cp);
 	if (res->rpc_status != 0)
 		return -1;
 	return res->status;
@@ -1542,6 +1557,64 @@ int it_raw_call(int port, const char *src, int src_port, const struct it_buf *ca
 	if (n <= 0)
 		return -1;
 	return it_parse_reply(reply, rep);
+}
+
+int it_raw_status(int port, const char *src, int src_port, const struct it_buf *call,
+		  struct it_buf *reply, uint32_t *auth_stat)
+{
+	struct it_reply rep;
+
+	if (it_raw_call(port, src, src_port, call, reply, &rep) < 0)
+		return -1;
+	if (auth_stat)
+		*auth_stat = rep.auth_stat;
+	if (rep.reply_stat != 0)
+		return -200 - (int)rep.reject_stat;
+	if (rep.accept_stat != 0)
+		return -100 - (int)rep.accept_stat;
+	return (int)it_get32(reply);
+}
+
+int it_raw_mnt(struct it_server *s, const char *src, int src_port, const char *path, struct it_fh *fh)
+{
+	struct it_buf *call = calloc(1, sizeof(*call)), *reply = calloc(1, sizeof(*reply));
+	int st = -1;
+
+	if (!call || !reply)
+		goto out;
+	it_put_call(call, 0x4d4e5400 + (uint32_t)(rand() & 0xff), 2, MOUNT_PROG, 3, 1, IT_AUTH_SYS, 0, 0);
+	it_put_string(call, path);
+	st = it_raw_status(s->mount_port, src, src_port, call, reply, NULL);
+	if (st == 0) {
+		uint32_t len = it_get32(reply);
+
+		if (len > IT_FH_MAX || reply->pos + len > reply->len) {
+			st = -1;
+			goto out;
+		}
+		fh->len = len;
+		memcpy(fh->data, reply->b + reply->pos, len);
+	}
+out:
+	free(call);
+	free(reply);
+	return st;
+}
+
+int it_raw_getattr(struct it_server *s, const char *src, int src_port, const struct it_fh *fh)
+{
+	struct it_buf *call = calloc(1, sizeof(*call)), *reply = calloc(1, sizeof(*reply));
+	int st = -1;
+
+	if (call && reply) {
+		it_put_call(call, 0x47455400 + (uint32_t)(rand() & 0xff), 2, IT_NFS_PROG, 3, NFS3_GETATTR,
+			    IT_AUTH_SYS, 0, 0);
+		it_put_fh(call, fh);
+		st = it_raw_status(s->nfs_port, src, src_port, call, reply, NULL);
+	}
+	free(call);
+	free(reply);
+	return st;
 }
 
 int it_server_alive(struct it_server *s)

@@ -152,6 +152,8 @@ int it_root_fh(struct it_server *s, struct it_fh *fh);
  * (and freed) first: initialise it with it_res_init() once. */
 int it_nfs3(struct rpc_context *rpc, int proc, void *args, struct it_res *res);
 void it_res_init(struct it_res *res);
+/* how long it_nfs3 waits for one reply (default IT_TIMEOUT_MS) */
+extern int it_call_timeout_ms;
 void it_res_free(struct it_res *res);
 /* it_wait -- run rpc's event loop until *done is set or timeout; 0 / -1 */
 int it_wait(struct rpc_context *rpc, const int *done, int timeout_ms);
@@ -239,6 +241,17 @@ int it_parse_reply(struct it_buf *b, struct it_reply *r);
  * REPLY and parse it; 0, or -1 (no reply: *closed says if the peer closed) */
 int it_raw_call(int port, const char *src, int src_port, const struct it_buf *call,
 		struct it_buf *reply, struct it_reply *rep);
+/* it_raw_status -- it_raw_call, then the first word of the result: the
+ * nfsstat3/mountstat3 (>= 0), -100 - accept_stat when the call was accepted
+ * but not SUCCESS, -200 - reject_stat (0 RPC_MISMATCH, 1 AUTH_ERROR: the
+ * auth_stat is in *auth_stat when not NULL) when denied, -1 with no reply */
+int it_raw_status(int port, const char *src, int src_port, const struct it_buf *call,
+		  struct it_buf *reply, uint32_t *auth_stat);
+/* it_raw_mnt -- MOUNT3 MNT of PATH from SRC/SRC_PORT; as it_raw_status,
+ * fh filled on MNT3_OK */
+int it_raw_mnt(struct it_server *s, const char *src, int src_port, const char *path, struct it_fh *fh);
+/* it_raw_getattr -- NFSv3 GETATTR of FH from SRC/SRC_PORT; as it_raw_status */
+int it_raw_getattr(struct it_server *s, const char *src, int src_port, const struct it_fh *fh);
 /* it_server_alive -- a fresh connection gets NULL on NFS and MOUNT, and a
  * libnfs mount + stat of the root; 1 or 0 (the reason on stderr) */
 int it_server_alive(struct it_server *s);

@@ -1,0 +1,961 @@
+/*
+ * test_security.c -- invariants 4 and 6 of docs (design): forged, tampered,
+ * short and long handles are refused; hostile names get a clear error and
+ * never reach outside the export; the server does not follow symlinks;
+ * malformed RPC records get the RPC-level answer RFC 5531 asks for (or the
+ * connection is closed), and after each one a fresh client still gets
+ * service.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "tests/integration/harness.h"
+
+static struct it_server srv;
+static struct rpc_context *rpc;
+static struct it_fh root;
+static struct it_res r;
+static struct it_buf call, reply;
+
+/* RPC accept_stat / reject_stat values (RFC 5531 section 9) come from
+ * <nfsc/libnfs-zdr.h>: SUCCESS, PROG_UNAVAIL, ..., MSG_DENIED, AUTH_ERROR */
+
+static int setup(void **state)
+{
+	(void)state;
+	if (it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)") < 0)
+		return -1;
+	if (it_root_fh(&srv, &root) != MNT3_OK)
+		return -1;
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	it_res_init(&r);
+	return rpc ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	it_res_free(&r);
+	it_rpc_close(rpc);
+	return it_server_stop(&srv);
+}
+
+static void assert_alive(void)
+{
+	if (!it_server_alive(&srv))
+		fail_msg("the server no longer serves a fresh client");
+}
+
+static void assert_bad_handle(int st, const char *what)
+{
+	if (st != NFS3ERR_BADHANDLE && st != NFS3ERR_STALE)
+		fail_msg("%s: got status %d, want NFS3ERR_BADHANDLE (10001) or NFS3ERR_STALE (70)", what, st);
+}
+
+/* ------------------------------------------------------------- handles */
+
+static void test_tampered_handle(void **state)
+{
+	/* every single flipped bit position of the root handle and of a file
+	 * handle is detected (the handle is MAC-authenticated) */
+	struct it_fh f, t;
+
+	it_presto_only();
+	(void)state;
+	assert_int_equal(it_create(rpc, &root, "tamper", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	for (int which = 0; which < 2; which++) {
+		const struct it_fh *h = which ? &f : &root;
+
+		assert_true(h->len <= NFS3_FHSIZE);
+		for (uint32_t i = 0; i < h->len; i++) {
+			for (int bit = 0; bit < 8; bit += 7) {
+				char what[64];
+
+				t = *h;
+				t.data[i] ^= (unsigned char)(1u << bit);
+				snprintf(what, sizeof(what), "GETATTR, %s handle, byte %u bit %d flipped",
+					 which ? "file" : "root", i, bit);
+				assert_bad_handle(it_getattr(rpc, &t, &r), what);
+			}
+		}
+	}
+	/* and a tampered directory handle cannot be used to create anything */
+	t = root;
+	t.data[t.len - 1] ^= 0x55;
+	assert_bad_handle(it_create(rpc, &t, "via-forged", UNCHECKED, 0644, NULL, &r), "CREATE");
+	assert_int_not_equal(access(it_path(&srv, "via-forged"), F_OK), 0);
+}
+
+static void test_short_handles(void **state)
+{
+	struct it_fh t;
+
+	(void)state;
+	t.len = 0;
+	assert_bad_handle(it_getattr(rpc, &t, &r), "GETATTR, empty handle");
+	for (uint32_t len = 1; len < root.len; len += (len < 8 ? 1 : 7)) {
+		char what[64];
+
+		t = root;
+		t.len = len;
+		snprintf(what, sizeof(what), "GETATTR, handle cut to %u bytes", len);
+		assert_bad_handle(it_getattr(rpc, &t, &r), what);
+	}
+	t = root;
+	t.len = root.len - 1;
+	assert_bad_handle(it_lookup(rpc, &t, "x", &r), "LOOKUP, handle one byte short");
+}
+
+static void test_extended_handle(void **state)
+{
+	/* a valid handle with bytes appended (still <= 64) */
+	struct it_fh t = root;
+
+	(void)state;
+	if (t.len >= NFS3_FHSIZE)
+		skip();
+	memset(t.data + t.len, 0, NFS3_FHSIZE - t.len);
+	t.len = NFS3_FHSIZE;
+	assert_bad_handle(it_getattr(rpc, &t, &r), "GETATTR, handle padded to 64 bytes");
+}
+
+static void test_random_handles(void **state)
+{
+	struct it_fh t;
+
+	(void)state;
+	for (uint32_t i = 0; i < 200; i++) {
+		t.len = 8 + i % (NFS3_FHSIZE - 7);
+		it_fill(t.data, t.len, i + 1000);
+		assert_bad_handle(it_getattr(rpc, &t, &r), "GETATTR, random handle");
+	}
+	assert_alive();
+}
+
+/* raw_nfs -- a raw NFSv3 call; returns the nfsstat3, or -100 - accept_stat
+ * when not SUCCESS, or -1 with no reply */
+static int raw_result(void)
+{
+	struct it_reply rep;
+
+	if (it_raw_call(srv.nfs_port, NULL, 0, &call, &reply, &rep) < 0)
+		return -1;
+	if (rep.reply_stat != MSG_ACCEPTED)
+		return -200 - (int)rep.reject_stat;
+	if (rep.accept_stat != SUCCESS)
+		return -100 - (int)rep.accept_stat;
+	return (int)it_get32(&reply);
+}
+
+static void test_long_handles(void **state)
+{
+	/* nfs_fh3 is opaque<64> (RFC 1813 2.3.3): longer does not decode */
+	uint32_t lens[] = { 65, 128, 1000 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		static unsigned char big[1000];
+		int st;
+
+		memcpy(big, root.data, root.len);
+		it_buf_reset(&call);
+		it_put_call(&call, 0x1000 + i, 2, IT_NFS_PROG, 3, NFS3_GETATTR, IT_AUTH_SYS, 0, 0);
+		it_put_opaque(&call, big, lens[i]);
+		st = raw_result();
+		if (st != -100 - GARBAGE_ARGS && st != NFS3ERR_BADHANDLE && st != -1)
+			fail_msg("GETATTR with a %u-byte handle: got %d, want GARBAGE_ARGS (or BADHANDLE)",
+				 lens[i], st);
+	}
+	assert_alive();
+}
+
+static void test_stale_handle(void **state)
+{
+	struct it_fh f;
+
+	(void)state;
+	for (int i = 0; i < 20; i++) {
+		assert_int_equal(it_create(rpc, &root, "stale", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+		f = r.fh;
+		assert_int_equal(it_remove(rpc, &root, "stale", &r), NFS3_OK);
+		/* a new file under the same name, likely on the same inode number,
+		 * does not revive the old handle (the generation differs) */
+		assert_int_equal(it_write_file(it_path(&srv, "stale"), "new", 3, 0644), 0);
+		assert_int_equal(it_getattr(rpc, &f, &r), NFS3ERR_STALE);
+		assert_int_equal(unlink(it_path(&srv, "stale")), 0);
+	}
+}
+
+/* --------------------------------------------------------------- names */
+
+static int outside_exists(const char *name)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", srv.dir, name);
+	return access(p, F_OK) == 0;
+}
+
+static void test_hostile_names(void **state)
+{
+	static const char *bad[] = { "", ".", "..", "a/b", "../escape", "sub/../../escape2", "/abs" };
+	size_t nbad = sizeof(bad) / sizeof(bad[0]);
+	char long_name[300];
+	struct it_fh d, f;
+
+	(void)state;
+	assert_int_equal(it_mkdir(rpc, &root, "names", 0755, &r), NFS3_OK);
+	d = r.fh;
+	assert_int_equal(it_mkdir(rpc, &d, "sub", 0755, &r), NFS3_OK);
+	assert_int_equal(it_create(rpc, &d, "file", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	/* NFS-Ganesha 4.3 (VFS) resolves "/" inside names: CREATE "../escape" in
+	 * export/names creates export/escape; only the first three apply there */
+	if (it_is_ganesha())
+		nbad = 3;
+	for (size_t i = 0; i < nbad; i++) {
+		const char *n = bad[i];
+		MKNOD3args mk;
+
+		print_message("name \"%s\"\n", n);
+		assert_int_not_equal(it_create(rpc, &d, n, UNCHECKED, 0644, NULL, &r), NFS3_OK);
+		assert_int_not_equal(it_create(rpc, &d, n, GUARDED, 0644, NULL, &r), NFS3_OK);
+		assert_int_not_equal(it_create(rpc, &d, n, EXCLUSIVE, 0, "12345678", &r), NFS3_OK);
+		assert_int_not_equal(it_mkdir(rpc, &d, n, 0755, &r), NFS3_OK);
+		assert_int_not_equal(it_symlink(rpc, &d, n, "target", &r), NFS3_OK);
+		memset(&mk, 0, sizeof(mk));
+		mk.where.dir = it_fh3(&d);
+		mk.where.name = (char *)n;
+		mk.what.type = NF3FIFO;
+		assert_int_not_equal(it_nfs3(rpc, NFS3_MKNOD, &mk, &r), NFS3_OK);
+		assert_int_not_equal(it_link(rpc, &f, &d, n, &r), NFS3_OK);
+		assert_int_not_equal(it_rename(rpc, &d, "file", &d, n, &r), NFS3_OK);
+		assert_int_not_equal(it_remove(rpc, &d, n, &r), NFS3_OK);
+		assert_int_not_equal(it_rmdir(rpc, &d, n, &r), NFS3_OK);
+		if (strcmp(n, ".") && strcmp(n, ".."))
+			assert_int_not_equal(it_lookup(rpc, &d, n, &r), NFS3_OK);
+	}
+	/* nothing was made or removed: the directory still holds sub and file */
+	assert_int_equal(access(it_path(&srv, "names/sub"), F_OK), 0);
+	assert_int_equal(access(it_path(&srv, "names/file"), F_OK), 0);
+	assert_int_equal(access(it_path(&srv, "names"), F_OK), 0);
+	assert_false(outside_exists("escape"));
+	assert_false(outside_exists("escape2"));
+	assert_int_not_equal(access("/abs", F_OK), 0);
+	assert_int_not_equal(access(it_path(&srv, "escape"), F_OK), 0);
+	/* "a/b" exists locally as a path: LOOKUP of "a/b" must not walk it */
+	if (!it_is_ganesha()) {
+		assert_int_equal(mkdir(it_path(&srv, "names/a"), 0755), 0);
+		assert_int_equal(it_write_file(it_path(&srv, "names/a/b"), "x", 1, 0644), 0);
+		assert_int_not_equal(it_lookup(rpc, &d, "a/b", &r), NFS3_OK);
+		assert_int_not_equal(it_remove(rpc, &d, "a/b", &r), NFS3_OK);
+		assert_int_equal(access(it_path(&srv, "names/a/b"), F_OK), 0);
+		/* at the export root, "../x" would leave the export */
+		assert_int_not_equal(it_create(rpc, &root, "../escape3", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+		assert_int_not_equal(it_mkdir(rpc, &root, "../escape4", 0755, &r), NFS3_OK);
+		assert_false(outside_exists("escape3"));
+		assert_false(outside_exists("escape4"));
+	}
+
+	/* 255 bytes is a valid name, 256 is NAMETOOLONG (RFC 1813: NAME_MAX
+	 * from PATHCONF; the backing filesystem allows 255) */
+	memset(long_name, 'n', 255);
+	long_name[255] = '\0';
+	assert_int_equal(it_create(rpc, &d, long_name, UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	assert_int_equal(it_lookup(rpc, &d, long_name, &r), NFS3_OK);
+	memset(long_name, 'm', 256);
+	long_name[256] = '\0';
+	assert_int_equal(it_create(rpc, &d, long_name, UNCHECKED, 0644, NULL, &r), NFS3ERR_NAMETOOLONG);
+	assert_int_equal(it_mkdir(rpc, &d, long_name, 0755, &r), NFS3ERR_NAMETOOLONG);
+	{
+		int st = it_lookup(rpc, &d, long_name, &r);
+
+		assert_true(st == NFS3ERR_NAMETOOLONG || st == NFS3ERR_NOENT);
+	}
+	memset(long_name, 'o', 299);
+	long_name[299] = '\0';
+	assert_int_equal(it_create(rpc, &d, long_name, UNCHECKED, 0644, NULL, &r), NFS3ERR_NAMETOOLONG);
+	assert_alive();
+}
+
+static void test_name_with_nul(void **state)
+{
+	/* XDR strings carry a length; an embedded NUL must not truncate the
+	 * name into another one */
+	static const char name[] = { 'n', 'u', 'l', '\0', 'x' };
+	int st;
+
+	(void)state;
+	/* NFS-Ganesha 4.3 creates "nul" */
+	it_presto_only();
+	it_buf_reset(&call);
+	it_put_call(&call, 0x2001, 2, IT_NFS_PROG, 3, NFS3_CREATE, IT_AUTH_SYS, 0, 0);
+	it_put_fh(&call, &root);
+	it_put_opaque(&call, name, sizeof(name));
+	it_put32(&call, UNCHECKED);
+	for (int i = 0; i < 6; i++)		/* sattr3: nothing set */
+		it_put32(&call, 0);
+	st = raw_result();
+	assert_int_not_equal(st, NFS3_OK);
+	assert_int_not_equal(access(it_path(&srv, "nul"), F_OK), 0);
+	assert_alive();
+}
+
+static void test_dotdot_at_root(void **state)
+{
+	struct stat parent, exp;
+	struct it_fh up;
+	int st;
+
+	(void)state;
+	assert_int_equal(stat(srv.dir, &parent), 0);
+	assert_int_equal(stat(srv.export, &exp), 0);
+	assert_int_equal(it_getattr(rpc, &root, &r), NFS3_OK);
+	st = it_lookup(rpc, &root, "..", &r);
+	if (st != NFS3_OK)
+		return;			/* refusing is fine too */
+	up = r.fh;
+	assert_int_equal(it_getattr(rpc, &up, &r), NFS3_OK);
+	if (r.attr.fileid == (uint64_t)parent.st_ino && r.attr.fileid != (uint64_t)exp.st_ino)
+		fail_msg("LOOKUP .. at the export root gave the parent directory");
+	/* nothing of the parent can be reached through it */
+	assert_int_not_equal(it_lookup(rpc, &up, "exports", &r), NFS3_OK);
+	assert_int_not_equal(it_lookup(rpc, &up, "state", &r), NFS3_OK);
+	/* walking up many times stays inside */
+	for (int i = 0; i < 10; i++) {
+		if (it_lookup(rpc, &up, "..", &r) != NFS3_OK)
+			break;
+		up = r.fh;
+	}
+	assert_int_not_equal(it_lookup(rpc, &up, "exports", &r), NFS3_OK);
+	assert_int_not_equal(it_lookup(rpc, &up, "etc", &r), NFS3_OK);
+	/* READDIR of the result lists the export, not its parent */
+	assert_int_equal(it_readdir_all(rpc, &up, 0, 8192, &r, NULL), NFS3_OK);
+	for (size_t i = 0; i < r.nents; i++)
+		if (!strcmp(r.ents[i].name, "exports") || !strcmp(r.ents[i].name, "server.log"))
+			fail_msg("READDIR after LOOKUP .. lists the parent's \"%s\"", r.ents[i].name);
+}
+
+static void test_symlink_not_followed(void **state)
+{
+	struct it_fh l, lf;
+	struct stat st;
+	size_t len;
+	char *p;
+	int rc;
+
+	(void)state;
+	/* a secret outside the export and links to it inside */
+	assert_int_equal(it_write_file(it_path(&srv, "../secret"), "SECRET", 6, 0600), 0);
+	assert_int_equal(symlink(srv.dir, it_path(&srv, "outdir")), 0);
+	assert_int_equal(symlink("../secret", it_path(&srv, "outfile")), 0);
+	assert_int_equal(symlink("/etc", it_path(&srv, "etc")), 0);
+
+	assert_int_equal(it_lookup(rpc, &root, "outdir", &r), NFS3_OK);
+	assert_int_equal(r.attr.type, NF3LNK);
+	l = r.fh;
+	/* the link is not a directory to the server */
+	assert_int_not_equal(it_lookup(rpc, &l, "secret", &r), NFS3_OK);
+	assert_int_not_equal(it_lookup(rpc, &l, "exports", &r), NFS3_OK);
+	assert_int_not_equal(it_create(rpc, &l, "planted", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	assert_int_not_equal(it_mkdir(rpc, &l, "planted-dir", 0755, &r), NFS3_OK);
+	assert_int_not_equal(it_remove(rpc, &l, "secret", &r), NFS3_OK);
+	assert_int_not_equal(it_readdir_all(rpc, &l, 0, 4096, &r, NULL), NFS3_OK);
+	assert_false(outside_exists("planted"));
+	assert_false(outside_exists("planted-dir"));
+	assert_true(outside_exists("secret"));
+	assert_int_equal(it_lookup(rpc, &root, "etc", &r), NFS3_OK);
+	l = r.fh;
+	assert_int_not_equal(it_lookup(rpc, &l, "passwd", &r), NFS3_OK);
+
+	/* a link to a file outside: no READ, WRITE or SETATTR reaches it */
+	assert_int_equal(it_lookup(rpc, &root, "outfile", &r), NFS3_OK);
+	assert_int_equal(r.attr.type, NF3LNK);
+	lf = r.fh;
+	rc = it_read(rpc, &lf, 0, 100, &r);
+	if (rc == NFS3_OK && r.data_len && memmem(r.data, r.data_len, "SECRET", 6))
+		fail_msg("READ through a symlink returned the file outside the export");
+	assert_int_not_equal(rc, NFS3_OK);
+	assert_int_not_equal(it_write(rpc, &lf, 0, "PWNED!", 6, FILE_SYNC, &r), NFS3_OK);
+	it_setattr_mode(rpc, &lf, 0666, &r);
+	{
+		SETATTR3args a;
+
+		memset(&a, 0, sizeof(a));
+		a.object = it_fh3(&lf);
+		a.new_attributes.size.set_it = 1;
+		it_nfs3(rpc, NFS3_SETATTR, &a, &r);
+	}
+	p = it_read_file(it_path(&srv, "../secret"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 6);
+	assert_memory_equal(p, "SECRET", 6);
+	free(p);
+	assert_int_equal(stat(it_path(&srv, "../secret"), &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	/* RENAME/LINK onto names through the link are refused as well */
+	assert_int_not_equal(it_link(rpc, &lf, &l, "x", &r), NFS3_OK);
+}
+
+static void test_mnt_outside(void **state)
+{
+	/* MNT of a path that leaves the export through a symlink or ".." does
+	 * not hand out a handle outside it */
+	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	struct stat parent;
+	char p[512];
+	const char *paths[3];
+	struct it_fh fh;
+
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(stat(srv.dir, &parent), 0);
+	if (access(it_path(&srv, "outdir"), F_OK) != 0)
+		assert_int_equal(symlink(srv.dir, it_path(&srv, "outdir")), 0);
+	snprintf(p, sizeof(p), "%s/..", srv.export);
+	paths[0] = p;
+	paths[1] = it_path(&srv, "outdir");
+	paths[2] = srv.dir;
+	for (int i = 0; i < 3; i++) {
+		if (it_mnt(m, paths[i], &fh) != MNT3_OK)
+			continue;
+		if (it_getattr(rpc, &fh, &r) == NFS3_OK && r.attr.fileid == (uint64_t)parent.st_ino)
+			fail_msg("MNT %s gave a handle of the directory above the export", paths[i]);
+	}
+	it_rpc_close(m);
+}
+
+/* ------------------------------------------------------- malformed RPC */
+
+/* expect_reply -- send CALL on a fresh connection; check the reply */
+static void expect_accept(uint32_t xid, uint32_t accept_stat)
+{
+	struct it_reply rep;
+
+	if (it_raw_call(srv.nfs_port, NULL, 0, &call, &reply, &rep) < 0)
+		fail_msg("xid %#x: no reply, want accept_stat %u", xid, accept_stat);
+	assert_int_equal(rep.xid, xid);
+	assert_int_equal(rep.reply_stat, MSG_ACCEPTED);
+	assert_int_equal(rep.accept_stat, accept_stat);
+}
+
+static void test_rpc_wrong_program(void **state)
+{
+	(void)state;
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3001, 2, 100099, 3, 0, IT_AUTH_NONE, 0, 0);
+	expect_accept(0x3001, PROG_UNAVAIL);
+	assert_alive();
+}
+
+static void test_rpc_wrong_version(void **state)
+{
+	struct it_reply rep;
+	uint32_t vers[] = { 2, 4, 1000 };
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		it_buf_reset(&call);
+		it_put_call(&call, 0x3100 + i, 2, IT_NFS_PROG, vers[i], 0, IT_AUTH_NONE, 0, 0);
+		expect_accept(0x3100 + i, PROG_MISMATCH);
+		assert_int_equal(it_raw_call(srv.nfs_port, NULL, 0, &call, &reply, &rep), 0);
+		assert_true(rep.low <= 3 && rep.high >= 3);
+	}
+	/* MOUNT v4 does not exist */
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3200, 2, MOUNT_PROG, 4, 0, IT_AUTH_NONE, 0, 0);
+	assert_int_equal(it_raw_call(srv.mount_port, NULL, 0, &call, &reply, &rep), 0);
+	assert_int_equal(rep.reply_stat, MSG_ACCEPTED);
+	assert_int_equal(rep.accept_stat, PROG_MISMATCH);
+	assert_true(rep.low <= 3 && rep.high >= 3);
+	assert_alive();
+}
+
+static void test_rpc_bad_procedure(void **state)
+{
+	struct it_reply rep;
+
+	(void)state;
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3301, 2, IT_NFS_PROG, 3, 22, IT_AUTH_SYS, 0, 0);
+	expect_accept(0x3301, PROC_UNAVAIL);
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3302, 2, IT_NFS_PROG, 3, 0x7fffffff, IT_AUTH_SYS, 0, 0);
+	expect_accept(0x3302, PROC_UNAVAIL);
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3303, 2, MOUNT_PROG, 3, 6, IT_AUTH_SYS, 0, 0);
+	assert_int_equal(it_raw_call(srv.mount_port, NULL, 0, &call, &reply, &rep), 0);
+	assert_int_equal(rep.reply_stat, MSG_ACCEPTED);
+	assert_int_equal(rep.accept_stat, PROC_UNAVAIL);
+	assert_alive();
+}
+
+static void test_rpc_version_mismatch(void **state)
+{
+	struct it_reply rep;
+
+	(void)state;
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3401, 3, IT_NFS_PROG, 3, 0, IT_AUTH_NONE, 0, 0);
+	if (it_raw_call(srv.nfs_port, NULL, 0, &call, &reply, &rep) < 0) {
+		/* NFS-Ganesha 4.3 drops the call without a reply */
+		if (!it_is_ganesha())
+			fail_msg("RPC version 3: no reply, want MSG_DENIED RPC_MISMATCH 2..2 (RFC 5531 9)");
+		assert_alive();
+		return;
+	}
+	assert_int_equal(rep.xid, 0x3401);
+	assert_int_equal(rep.reply_stat, MSG_DENIED);
+	assert_int_equal(rep.reject_stat, RPC_MISMATCH);
+	assert_int_equal(rep.low, 2);
+	assert_int_equal(rep.high, 2);
+	assert_alive();
+}
+
+static void expect_auth_error(uint32_t xid, const char *what)
+{
+	struct it_reply rep;
+
+	if (it_raw_call(srv.nfs_port, NULL, 0, &call, &reply, &rep) < 0) {
+		/* closing the connection on a malformed credential is acceptable */
+		print_message("%s: connection closed without a reply\n", what);
+		return;
+	}
+	assert_int_equal(rep.xid, xid);
+	if (rep.reply_stat != MSG_DENIED || rep.reject_stat != AUTH_ERROR)
+		fail_msg("%s: reply_stat %u accept_stat %u reject_stat %u, want MSG_DENIED AUTH_ERROR", what,
+			 rep.reply_stat, rep.accept_stat, rep.reject_stat);
+}
+
+static void test_rpc_bad_auth(void **state)
+{
+	(void)state;
+	/* AUTH_DES (3) with an empty body, and an unknown flavour */
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3501, 2, IT_NFS_PROG, 3, NFS3_GETATTR, 3, 0, 0);
+	it_put_fh(&call, &root);
+	expect_auth_error(0x3501, "AUTH_DES");
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3502, 2, IT_NFS_PROG, 3, NFS3_GETATTR, 12345, 0, 0);
+	it_put_fh(&call, &root);
+	expect_auth_error(0x3502, "flavour 12345");
+	/* AUTH_SYS with a body over MAX_AUTH_BYTES (400) */
+	{
+		static unsigned char body[500];
+
+		it_buf_reset(&call);
+		it_put32(&call, 0x3503);
+		it_put32(&call, 0);
+		it_put32(&call, 2);
+		it_put32(&call, IT_NFS_PROG);
+		it_put32(&call, 3);
+		it_put32(&call, NFS3_GETATTR);
+		it_put32(&call, IT_AUTH_SYS);
+		it_put_opaque(&call, body, sizeof(body));
+		it_put32(&call, 0);
+		it_put32(&call, 0);
+		it_put_fh(&call, &root);
+		expect_auth_error(0x3503, "AUTH_SYS body of 500 bytes");
+	}
+	/* AUTH_SYS with 17 groups (the limit is 16) and a 300-byte machine name */
+	for (int k = 0; k < 2; k++) {
+		struct it_buf *b = calloc(1, sizeof(*b));
+		char host[301];
+
+		assert_non_null(b);
+		memset(host, 'h', 300);
+		host[300] = '\0';
+		it_put32(b, 1);
+		it_put_string(b, k ? host : "it");
+		it_put32(b, 0);
+		it_put32(b, 0);
+		it_put32(b, k ? 0 : 17);
+		for (int g = 0; g < (k ? 0 : 17); g++)
+			it_put32(b, (uint32_t)g);
+		it_buf_reset(&call);
+		it_put32(&call, 0x3504 + k);
+		it_put32(&call, 0);
+		it_put32(&call, 2);
+		it_put32(&call, IT_NFS_PROG);
+		it_put32(&call, 3);
+		it_put32(&call, NFS3_GETATTR);
+		it_put32(&call, IT_AUTH_SYS);
+		it_put_opaque(&call, b->b, (uint32_t)b->len);
+		it_put32(&call, 0);
+		it_put32(&call, 0);
+		it_put_fh(&call, &root);
+		free(b);
+		expect_auth_error(0x3504 + k, k ? "AUTH_SYS machine name of 300 bytes" : "AUTH_SYS with 17 gids");
+	}
+	/* an AUTH_SYS body that claims more than the record holds */
+	it_buf_reset(&call);
+	it_put32(&call, 0x3506);
+	it_put32(&call, 0);
+	it_put32(&call, 2);
+	it_put32(&call, IT_NFS_PROG);
+	it_put32(&call, 3);
+	it_put32(&call, NFS3_GETATTR);
+	it_put32(&call, IT_AUTH_SYS);
+	it_put32(&call, 200);
+	it_put32(&call, 1);
+	{
+		struct it_reply rep;
+
+		/* no reply or an error reply; never SUCCESS */
+		if (it_raw_call(srv.nfs_port, NULL, 0, &call, &reply, &rep) == 0)
+			assert_false(rep.reply_stat == MSG_ACCEPTED && rep.accept_stat == SUCCESS);
+	}
+	assert_alive();
+}
+
+static void test_rpc_garbage_args(void **state)
+{
+	(void)state;
+	/* GETATTR: a handle length of 64 with 8 bytes present */
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3601, 2, IT_NFS_PROG, 3, NFS3_GETATTR, IT_AUTH_SYS, 0, 0);
+	it_put32(&call, 64);
+	it_put64(&call, 0x0102030405060708ull);
+	expect_accept(0x3601, GARBAGE_ARGS);
+	/* GETATTR with no argument at all */
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3602, 2, IT_NFS_PROG, 3, NFS3_GETATTR, IT_AUTH_SYS, 0, 0);
+	expect_accept(0x3602, GARBAGE_ARGS);
+	/* LOOKUP: a name length of 0xffffffff */
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3603, 2, IT_NFS_PROG, 3, NFS3_LOOKUP, IT_AUTH_SYS, 0, 0);
+	it_put_fh(&call, &root);
+	it_put32(&call, 0xffffffffu);
+	it_put32(&call, 0x41414141);
+	expect_accept(0x3603, GARBAGE_ARGS);
+	/* WRITE: 1000 bytes of data announced, 10 sent */
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3604, 2, IT_NFS_PROG, 3, NFS3_WRITE, IT_AUTH_SYS, 0, 0);
+	it_put_fh(&call, &root);
+	it_put64(&call, 0);
+	it_put32(&call, 1000);
+	it_put32(&call, FILE_SYNC);
+	it_put32(&call, 1000);
+	it_put64(&call, 0);
+	it_put32(&call, 0);
+	expect_accept(0x3604, GARBAGE_ARGS);
+	/* CREATE: a bad createmode3 discriminant */
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3605, 2, IT_NFS_PROG, 3, NFS3_CREATE, IT_AUTH_SYS, 0, 0);
+	it_put_fh(&call, &root);
+	it_put_string(&call, "badmode");
+	it_put32(&call, 7);
+	expect_accept(0x3605, GARBAGE_ARGS);
+	assert_int_not_equal(access(it_path(&srv, "badmode"), F_OK), 0);
+	/* MNT: a path length beyond MNTPATHLEN (1024) */
+	{
+		static char path[2000];
+		struct it_reply rep;
+
+		memset(path, 'p', sizeof(path) - 1);
+		it_buf_reset(&call);
+		it_put_call(&call, 0x3606, 2, MOUNT_PROG, 3, 1, IT_AUTH_SYS, 0, 0);
+		it_put_string(&call, path);
+		if (it_raw_call(srv.mount_port, NULL, 0, &call, &reply, &rep) == 0 &&
+		    rep.reply_stat == MSG_ACCEPTED && rep.accept_stat == SUCCESS)
+			assert_int_not_equal(it_get32(&reply), MNT3_OK);
+	}
+	assert_alive();
+}
+
+static void test_rpc_truncated_header(void **state)
+{
+	int fd;
+
+	(void)state;
+	/* a record holding only xid and CALL */
+	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	assert_true(fd >= 0);
+	it_buf_reset(&call);
+	it_put32(&call, 0x3701);
+	it_put32(&call, 0);
+	assert_int_equal(it_send_record(fd, &call), 0);
+	{
+		ssize_t n = it_recv_record(fd, &reply, 2000);
+		struct it_reply rep;
+
+		/* silence, a close, or an error reply: never SUCCESS */
+		if (n > 0 && it_parse_reply(&reply, &rep) == 0)
+			assert_false(rep.reply_stat == MSG_ACCEPTED && rep.accept_stat == SUCCESS);
+	}
+	close(fd);
+	/* a REPLY sent to the server is not answered */
+	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	assert_true(fd >= 0);
+	it_buf_reset(&call);
+	it_put32(&call, 0x3702);
+	it_put32(&call, 1);
+	it_put32(&call, 0);
+	it_put32(&call, 0);
+	it_put32(&call, 0);
+	it_put32(&call, 0);
+	assert_int_equal(it_send_record(fd, &call), 0);
+	assert_true(it_recv_record(fd, &reply, 1000) <= 0);
+	close(fd);
+	/* random bytes in a record */
+	for (uint32_t seed = 1; seed <= 20; seed++) {
+		fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+		assert_true(fd >= 0);
+		it_buf_reset(&call);
+		call.len = 16 + seed * 13;
+		it_fill(call.b, call.len, seed);
+		call.b[4] = call.b[5] = call.b[6] = 0;
+		call.b[7] = 0;			/* CALL, so it is parsed further */
+		assert_int_equal(it_send_record(fd, &call), 0);
+		it_recv_record(fd, &reply, 300);
+		close(fd);
+	}
+	assert_alive();
+}
+
+static void test_record_mark_huge(void **state)
+{
+	/* a fragment far over any sane bound: the server must drop the
+	 * connection rather than wait for (or allocate) 2 GiB */
+	static const unsigned char marks[][4] = {
+		{ 0xff, 0xff, 0xff, 0xff },	/* last, 2^31 - 1 */
+		{ 0x7f, 0xff, 0xff, 0xf0 },	/* not last, ~2 GiB */
+		{ 0x80, 0x40, 0x00, 0x00 },	/* last, 4 MiB */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+		int fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+
+		assert_true(fd >= 0);
+		assert_int_equal(it_send_all(fd, marks[i], 4), 0);
+		/* some bytes of a call after it */
+		it_buf_reset(&call);
+		it_put_call(&call, 0x3800 + i, 2, IT_NFS_PROG, 3, 0, IT_AUTH_NONE, 0, 0);
+		it_send_all(fd, call.b, call.len);
+		/* NFS-Ganesha 4.3 keeps waiting for the data */
+		if (i < 2 && !it_wait_closed(fd, 5000) && !it_is_ganesha())
+			fail_msg("record mark %02x%02x%02x%02x: connection still open after 5 s", marks[i][0],
+				 marks[i][1], marks[i][2], marks[i][3]);
+		close(fd);
+		assert_alive();
+	}
+}
+
+static void test_record_too_long(void **state)
+{
+	/* non-last fragments that add up to 64 MiB: closed before the end */
+	static unsigned char frag[65536 + 4];
+	int fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	size_t sent = 0;
+	int closed = 0;
+
+	(void)state;
+	assert_true(fd >= 0);
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3900, 2, IT_NFS_PROG, 3, NFS3_WRITE, IT_AUTH_SYS, 0, 0);
+	frag[0] = 0x00;
+	frag[1] = 0x01;
+	frag[2] = 0x00;
+	frag[3] = 0x00;			/* not last, 65536 bytes */
+	memcpy(frag + 4, call.b, call.len);
+	while (sent < (it_is_ganesha() ? 1u << 20 : 64u << 20)) {
+		struct timeval tv = { 5, 0 };
+
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		if (it_send_all(fd, frag, sizeof(frag)) < 0) {
+			closed = 1;
+			break;
+		}
+		sent += 65536;
+	}
+	if (!closed)
+		closed = it_wait_closed(fd, 5000);
+	close(fd);
+	if (!closed && !it_is_ganesha())	/* Ganesha 4.3 keeps reading */
+		fail_msg("a 64 MiB record was accepted or left pending");
+	assert_alive();
+}
+
+static void test_record_empty_and_split(void **state)
+{
+	int fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	unsigned char mark[4];
+	struct it_reply rep;
+
+	(void)state;
+	assert_true(fd >= 0);
+	/* an empty last fragment: no call (the server may close) */
+	mark[0] = 0x80;
+	mark[1] = mark[2] = mark[3] = 0;
+	assert_int_equal(it_send_all(fd, mark, 4), 0);
+	close(fd);
+	assert_alive();
+
+	/* one call in three fragments, sent a byte at a time: answered */
+	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	assert_true(fd >= 0);
+	it_buf_reset(&call);
+	it_put_call(&call, 0x3a01, 2, IT_NFS_PROG, 3, NFS3_GETATTR, IT_AUTH_SYS, 0, 0);
+	it_put_fh(&call, &root);
+	{
+		/* fragments need not end on an XDR unit (RFC 5531 11), but
+		 * NFS-Ganesha 4.3 closes the connection when they do not */
+		size_t cut1 = it_is_ganesha() ? 12 : 10, cut2 = call.len - (it_is_ganesha() ? 8 : 7);
+		size_t parts[3][2] = { { 0, cut1 }, { cut1, cut2 }, { cut2, call.len } };
+
+		for (int k = 0; k < 3; k++) {
+			uint32_t len = (uint32_t)(parts[k][1] - parts[k][0]);
+			uint32_t v = len | (k == 2 ? 0x80000000u : 0);
+			unsigned char m[4] = { v >> 24, v >> 16, v >> 8, v };
+
+			for (int j = 0; j < 4; j++)
+				assert_int_equal(it_send_all(fd, &m[j], 1), 0);
+			for (size_t j = parts[k][0]; j < parts[k][1]; j++) {
+				assert_int_equal(it_send_all(fd, &call.b[j], 1), 0);
+				if (j % 16 == 0)
+					usleep(1000);
+			}
+		}
+	}
+	assert_true(it_recv_record(fd, &reply, IT_TIMEOUT_MS) > 0);
+	assert_int_equal(it_parse_reply(&reply, &rep), 0);
+	assert_int_equal(rep.xid, 0x3a01);
+	assert_int_equal(rep.accept_stat, SUCCESS);
+	assert_int_equal(it_get32(&reply), NFS3_OK);
+	close(fd);
+
+	/* ten calls in one write: ten replies */
+	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	assert_true(fd >= 0);
+	{
+		static struct it_buf many;
+		int seen[10] = { 0 };
+
+		it_buf_reset(&many);
+		for (uint32_t i = 0; i < 10; i++) {
+			size_t at = many.len;
+
+			it_put32(&many, 0);	/* record mark, patched below */
+			it_put_call(&many, 0x3b00 + i, 2, IT_NFS_PROG, 3, NFS3_GETATTR, IT_AUTH_SYS, 0, 0);
+			it_put_fh(&many, &root);
+			{
+				uint32_t v = 0x80000000u | (uint32_t)(many.len - at - 4);
+
+				many.b[at] = v >> 24;
+				many.b[at + 1] = v >> 16;
+				many.b[at + 2] = v >> 8;
+				many.b[at + 3] = v;
+			}
+		}
+		assert_int_equal(it_send_all(fd, many.b, many.len), 0);
+		for (int i = 0; i < 10; i++) {
+			assert_true(it_recv_record(fd, &reply, IT_TIMEOUT_MS) > 0);
+			assert_int_equal(it_parse_reply(&reply, &rep), 0);
+			assert_true(rep.xid >= 0x3b00 && rep.xid < 0x3b0a);
+			seen[rep.xid - 0x3b00]++;
+		}
+		for (int i = 0; i < 10; i++)
+			assert_int_equal(seen[i], 1);
+	}
+	close(fd);
+	assert_alive();
+}
+
+static void test_client_vanishes(void **state)
+{
+	/* 100 READs of 64 KiB queued, then the client closes without reading */
+	static char data[65536];
+	struct it_fh f;
+
+	(void)state;
+	it_fill(data, sizeof(data), 5);
+	assert_int_equal(it_write_file(it_path(&srv, "big"), data, sizeof(data), 0644), 0);
+	assert_int_equal(it_lookup(rpc, &root, "big", &r), NFS3_OK);
+	f = r.fh;
+	for (int round = 0; round < 3; round++) {
+		int fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+
+		assert_true(fd >= 0);
+		for (uint32_t i = 0; i < 100; i++) {
+			it_buf_reset(&call);
+			it_put_call(&call, 0x3c00 + i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
+			it_put_fh(&call, &f);
+			it_put64(&call, 0);
+			it_put32(&call, 65536);
+			if (it_send_record(fd, &call) < 0)
+				break;
+		}
+		close(fd);
+	}
+	assert_alive();
+}
+
+static void test_many_idle_connections(void **state)
+{
+	enum { N = 200 };
+	int fds[N];
+	int n = 0;
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		fds[i] = it_tcp_connect(NULL, 0, srv.nfs_port);
+		if (fds[i] >= 0)
+			n++;
+	}
+	assert_true(n > N / 2);
+	/* half a record on each */
+	for (int i = 0; i < N; i++)
+		if (fds[i] >= 0)
+			it_send_all(fds[i], "\x80\x00\x00\x40\x00\x00", 6);
+	assert_alive();
+	for (int i = 0; i < N; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	assert_alive();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tampered_handle),
+		cmocka_unit_test(test_short_handles),
+		cmocka_unit_test(test_extended_handle),
+		cmocka_unit_test(test_random_handles),
+		cmocka_unit_test(test_long_handles),
+		cmocka_unit_test(test_stale_handle),
+		cmocka_unit_test(test_hostile_names),
+		cmocka_unit_test(test_name_with_nul),
+		cmocka_unit_test(test_dotdot_at_root),
+		cmocka_unit_test(test_symlink_not_followed),
+		cmocka_unit_test(test_mnt_outside),
+		cmocka_unit_test(test_rpc_wrong_program),
+		cmocka_unit_test(test_rpc_wrong_version),
+		cmocka_unit_test(test_rpc_bad_procedure),
+		cmocka_unit_test(test_rpc_version_mismatch),
+		cmocka_unit_test(test_rpc_bad_auth),
+		cmocka_unit_test(test_rpc_garbage_args),
+		cmocka_unit_test(test_rpc_truncated_header),
+		cmocka_unit_test(test_record_mark_huge),
+		cmocka_unit_test(test_record_too_long),
+		cmocka_unit_test(test_record_empty_and_split),
+		cmocka_unit_test(test_client_vanishes),
+		cmocka_unit_test(test_many_idle_connections),
+	};
+
+	it_init(58);
+	return cmocka_run_group_tests_name("integration/security", tests, setup, teardown);
+}
