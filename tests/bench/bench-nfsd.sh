@@ -1,13 +1,14 @@
 #!/bin/sh
 # bench-nfsd.sh -- `make bench`: presto-nfsd against NFS-Ganesha, side by side.
 #
-# For every server configuration (SERVERS below) it starts the server on a
-# fresh export directory of its own, runs tests/bench/loadgen once per test
-# (TESTS below), stops the server, and moves on to the next; then it prints
-# one Markdown table on stdout (ops/s and p50/p99/p999 per server, ratio of
-# every server to the baseline) and writes one JSON file under
-# $PRESTO_RESULTS. A benchmark, not a test: nothing about time is asserted.
-# The exit status is 1 only when a server could not be measured.
+# It starts every server configuration (SERVERS below), each on a fresh
+# export directory of its own, then runs tests/bench/loadgen for every test
+# (TESTS below) on every server in turn, ROUNDS times, and stops them all;
+# then it prints one Markdown table on stdout (ops/s and p50/p99/p999 per
+# server, ratio of every server to the baseline) and writes one JSON file
+# under $PRESTO_RESULTS (every run of loadgen, the servers, the machine).
+# A benchmark, not a test: nothing about time is asserted. The exit status
+# is 1 only when a server or one of its runs could not be measured.
 #
 # Isolation: the whole run (rpcbind, Ganesha, presto-nfsd, loadgen) happens in
 # a private network and mount namespace (`unshare --net --mount`), with lo up,
