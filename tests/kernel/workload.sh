@@ -326,7 +326,8 @@ t_restart_write() {
 }
 
 t_restart_wait() {
-	echo "PRESTO-KERNEL: restart-now"
+	# to the console itself: run() keeps a check's output until it ends
+	echo "PRESTO-KERNEL: restart-now" >/dev/console
 	i=0
 	while [ $i -lt 120 ]; do
 		drop
