@@ -1,0 +1,462 @@
+/*
+ * test_exports.c -- the export rules of exports(5) as presto-nfsd applies
+ * them: ro (NFS3ERR_ROFS on every modifying procedure), root_squash (the
+ * default), no_root_squash, all_squash, anonuid/anongid, secure (the
+ * default: a source port >= 1024 is refused) / insecure, the client list
+ * (a client not in it gets MNT3ERR_ACCES and nothing through a handle),
+ * several exports, and SIGHUP reloading the file.
+ *
+ * Each test starts a server of its own. A client at 127.0.0.2 is a raw
+ * socket bound to that address (the whole 127/8 is loopback).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/integration/harness.h"
+
+static struct it_server srv;
+static struct it_res r;
+
+static int test_teardown(void **state)
+{
+	(void)state;
+	it_res_free(&r);
+	return srv.pid > 0 || srv.dir[0] ? it_server_stop(&srv) : 0;
+}
+
+/* start -- a server with CLIENTS; a raw NFS context (as uid/gid) and the
+ * root handle */
+static struct rpc_context *start(const char *clients, int uid, int gid, struct it_fh *root)
+{
+	struct rpc_context *rpc;
+
+	it_res_init(&r);
+	assert_int_equal(it_server_start(&srv, clients), 0);
+	assert_int_equal(it_root_fh(&srv, root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	if (uid >= 0) {
+		rpc_set_uid(rpc, uid);
+		rpc_set_gid(rpc, gid);
+	}
+	return rpc;
+}
+
+static void owner_is(const char *rel, uid_t uid, gid_t gid)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(it_path(&srv, rel), &st), 0);
+	if (st.st_uid != uid || st.st_gid != gid)
+		fail_msg("%s is owned by %u:%u, want %u:%u", rel, (unsigned)st.st_uid, (unsigned)st.st_gid,
+			 (unsigned)uid, (unsigned)gid);
+}
+
+static void test_ro(void **state)
+{
+	struct it_fh root, f, d;
+	struct rpc_context *rpc;
+	struct nfs_context *nfs;
+	struct nfsfh *nfh;
+	MKNOD3args mk;
+	SETATTR3args sa;
+	ACCESS3args ac;
+	size_t len;
+	char *p;
+
+	(void)state;
+	it_res_init(&r);
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(ro,insecure,no_root_squash)"), 0);
+	assert_int_equal(it_write_file(it_path(&srv, "f"), "keep", 4, 0666), 0);
+	assert_int_equal(mkdir(it_path(&srv, "d"), 0777), 0);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_lookup(rpc, &root, "f", &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_lookup(rpc, &root, "d", &r), NFS3_OK);
+	d = r.fh;
+	/* reading works */
+	assert_int_equal(it_read(rpc, &f, 0, 100, &r), NFS3_OK);
+	assert_int_equal(r.count, 4);
+	assert_int_equal(it_readdir_all(rpc, &root, 1, 4096, &r, NULL), NFS3_OK);
+	/* every modifying procedure gets NFS3ERR_ROFS (RFC 1813 2.6) */
+	assert_int_equal(it_write(rpc, &f, 0, "XXXX", 4, FILE_SYNC, &r), NFS3ERR_ROFS);
+	assert_int_equal(it_create(rpc, &root, "new", UNCHECKED, 0644, NULL, &r), NFS3ERR_ROFS);
+	assert_int_equal(it_create(rpc, &root, "new", EXCLUSIVE, 0, "12345678", &r), NFS3ERR_ROFS);
+	assert_int_equal(it_mkdir(rpc, &root, "newdir", 0755, &r), NFS3ERR_ROFS);
+	assert_int_equal(it_symlink(rpc, &root, "newlink", "f", &r), NFS3ERR_ROFS);
+	memset(&mk, 0, sizeof(mk));
+	mk.where.dir = it_fh3(&root);
+	mk.where.name = "fifo";
+	mk.what.type = NF3FIFO;
+	assert_int_equal(it_nfs3(rpc, NFS3_MKNOD, &mk, &r), NFS3ERR_ROFS);
+	assert_int_equal(it_remove(rpc, &root, "f", &r), NFS3ERR_ROFS);
+	assert_int_equal(it_rmdir(rpc, &root, "d", &r), NFS3ERR_ROFS);
+	assert_int_equal(it_rename(rpc, &root, "f", &d, "g", &r), NFS3ERR_ROFS);
+	assert_int_equal(it_link(rpc, &f, &d, "h", &r), NFS3ERR_ROFS);
+	assert_int_equal(it_setattr_mode(rpc, &f, 0600, &r), NFS3ERR_ROFS);
+	memset(&sa, 0, sizeof(sa));
+	sa.object = it_fh3(&f);
+	sa.new_attributes.size.set_it = 1;
+	assert_int_equal(it_nfs3(rpc, NFS3_SETATTR, &sa, &r), NFS3ERR_ROFS);
+	/* ACCESS does not grant modify, extend or delete */
+	ac.object = it_fh3(&f);
+	ac.access = 0x3f;
+	assert_int_equal(it_nfs3(rpc, NFS3_ACCESS, &ac, &r), NFS3_OK);
+	assert_true(r.access & ACCESS3_READ);
+	assert_false(r.access & (ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE));
+	ac.object = it_fh3(&root);
+	assert_int_equal(it_nfs3(rpc, NFS3_ACCESS, &ac, &r), NFS3_OK);
+	assert_false(r.access & (ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE));
+	it_rpc_close(rpc);
+	/* nothing changed on disk */
+	p = it_read_file(it_path(&srv, "f"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 4);
+	assert_memory_equal(p, "keep", 4);
+	free(p);
+	assert_int_not_equal(access(it_path(&srv, "new"), F_OK), 0);
+	assert_int_not_equal(access(it_path(&srv, "newdir"), F_OK), 0);
+	assert_int_equal(access(it_path(&srv, "d"), F_OK), 0);
+	/* the sync API sees EROFS */
+	nfs = it_nfs_mount(&srv, NULL, -1, -1, NULL);
+	assert_non_null(nfs);
+	assert_int_equal(nfs_creat(nfs, "/x", 0644, &nfh), -EROFS);
+	assert_int_equal(nfs_mkdir(nfs, "/y"), -EROFS);
+	it_nfs_close(nfs);
+}
+
+static void test_root_squash_default(void **state)
+{
+	struct it_fh root;
+	struct rpc_context *rpc = start("127.0.0.1(rw,insecure)", 0, 0, &root);
+	struct rpc_context *u;
+	struct it_fh f;
+
+	(void)state;
+	/* root becomes 65534:65534 */
+	assert_int_equal(it_create(rpc, &root, "by-root", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	owner_is("by-root", 65534, 65534);
+	assert_int_equal(it_mkdir(rpc, &root, "dir-by-root", 0755, &r), NFS3_OK);
+	owner_is("dir-by-root", 65534, 65534);
+	/* a root-owned 0600 file is not readable by a squashed root */
+	assert_int_equal(it_write_file(it_path(&srv, "secret"), "s", 1, 0600), 0);
+	assert_int_equal(it_lookup(rpc, &root, "secret", &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_read(rpc, &f, 0, 10, &r), NFS3ERR_ACCES);
+	/* chown to root is refused (the caller is not root) or, as NFS-Ganesha
+	 * does, squashed too: the file never becomes root's */
+	{
+		SETATTR3args a;
+
+		assert_int_equal(it_create(rpc, &root, "mine", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+		memset(&a, 0, sizeof(a));
+		a.object = it_fh3(&r.fh);
+		a.new_attributes.uid.set_it = 1;
+		a.new_attributes.uid.set_uid3_u.uid = 0;
+		{
+			int st = it_nfs3(rpc, NFS3_SETATTR, &a, &r);
+
+			if (st != NFS3_OK && st != NFS3ERR_PERM && st != NFS3ERR_ACCES)
+				fail_msg("SETATTR uid=0 by a squashed root: %d, want NFS3ERR_PERM (1) or ACCES", st);
+		}
+		owner_is("mine", 65534, 65534);
+	}
+	/* another user is not squashed */
+	u = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(u);
+	rpc_set_uid(u, 1000);
+	rpc_set_gid(u, 1000);
+	assert_int_equal(it_create(u, &root, "by-1000", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	owner_is("by-1000", 1000, 1000);
+	it_rpc_close(u);
+	it_rpc_close(rpc);
+}
+
+static void test_no_root_squash(void **state)
+{
+	struct it_fh root;
+	struct rpc_context *rpc = start("127.0.0.1(rw,insecure,no_root_squash)", 0, 0, &root);
+
+	(void)state;
+	assert_int_equal(it_create(rpc, &root, "by-root", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	owner_is("by-root", 0, 0);
+	assert_int_equal(it_write_file(it_path(&srv, "secret"), "s", 1, 0600), 0);
+	assert_int_equal(it_lookup(rpc, &root, "secret", &r), NFS3_OK);
+	assert_int_equal(it_read(rpc, &r.fh, 0, 10, &r), NFS3_OK);
+	it_rpc_close(rpc);
+}
+
+static void test_all_squash(void **state)
+{
+	struct it_fh root;
+	struct rpc_context *rpc = start("127.0.0.1(rw,insecure,all_squash)", 1000, 1000, &root);
+
+	(void)state;
+	assert_int_equal(it_create(rpc, &root, "by-1000", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	owner_is("by-1000", 65534, 65534);
+	rpc_set_uid(rpc, 0);
+	rpc_set_gid(rpc, 0);
+	assert_int_equal(it_create(rpc, &root, "by-root", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	owner_is("by-root", 65534, 65534);
+	it_rpc_close(rpc);
+}
+
+static void test_anonuid(void **state)
+{
+	struct it_fh root;
+	struct rpc_context *rpc =
+		start("127.0.0.1(rw,insecure,all_squash,anonuid=1234,anongid=4321)", 1000, 1000, &root);
+
+	(void)state;
+	assert_int_equal(it_create(rpc, &root, "by-1000", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	owner_is("by-1000", 1234, 4321);
+	assert_int_equal(it_mkdir(rpc, &root, "dir", 0755, &r), NFS3_OK);
+	owner_is("dir", 1234, 4321);
+	it_rpc_close(rpc);
+}
+
+static void test_anonuid_root_squash(void **state)
+{
+	struct it_fh root;
+	struct rpc_context *rpc = start("127.0.0.1(rw,insecure,anonuid=2000,anongid=3000)", 0, 0, &root);
+
+	(void)state;
+	assert_int_equal(it_create(rpc, &root, "by-root", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	owner_is("by-root", 2000, 3000);
+	rpc_set_uid(rpc, 1000);
+	rpc_set_gid(rpc, 1000);
+	assert_int_equal(it_create(rpc, &root, "by-1000", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	owner_is("by-1000", 1000, 1000);
+	it_rpc_close(rpc);
+}
+
+static void test_denied_client(void **state)
+{
+	struct rpc_context *m;
+	struct it_fh fh;
+	int err = 0;
+	struct nfs_context *nfs;
+
+	(void)state;
+	it_res_init(&r);
+	assert_int_equal(it_server_start(&srv, "127.0.0.2(rw,insecure,no_root_squash)"), 0);
+	/* 127.0.0.1 is not in the list */
+	m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	assert_non_null(m);
+	assert_int_equal(it_mnt(m, srv.export, &fh), MNT3ERR_ACCES);
+	it_rpc_close(m);
+	nfs = it_nfs_mount(&srv, NULL, -1, -1, &err);
+	assert_null(nfs);
+	assert_int_not_equal(err, 0);
+	/* 127.0.0.2 is */
+	assert_int_equal(it_raw_mnt(&srv, "127.0.0.2", 0, srv.export, &fh), MNT3_OK);
+	assert_int_equal(it_raw_getattr(&srv, "127.0.0.2", 0, &fh), NFS3_OK);
+	/* the handle it got is useless from 127.0.0.1: ACCES or STALE (or an
+	 * RPC-level AUTH_ERROR), never the attributes */
+	{
+		int st = it_raw_getattr(&srv, "127.0.0.1", 0, &fh);
+
+		if (st != NFS3ERR_ACCES && st != NFS3ERR_STALE && st != NFS3ERR_PERM && st != -201)
+			fail_msg("GETATTR of a valid handle from a client not in the export list: %d, "
+				 "want NFS3ERR_ACCES (13) or NFS3ERR_STALE (70)", st);
+	}
+	/* nor through libnfs's raw API */
+	{
+		struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+		int st;
+
+		assert_non_null(rpc);
+		st = it_create(rpc, &fh, "intruder", UNCHECKED, 0644, NULL, &r);
+		assert_int_not_equal(st, NFS3_OK);
+		it_rpc_close(rpc);
+		assert_int_not_equal(access(it_path(&srv, "intruder"), F_OK), 0);
+	}
+}
+
+static void test_ipv6_only_client(void **state)
+{
+	struct rpc_context *m;
+	struct it_fh fh;
+
+	(void)state;
+	it_res_init(&r);
+	assert_int_equal(it_server_start(&srv, "::1(rw,insecure)"), 0);
+	m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	assert_non_null(m);
+	assert_int_equal(it_mnt(m, srv.export, &fh), MNT3ERR_ACCES);
+	it_rpc_close(m);
+}
+
+static void test_client_list(void **state)
+{
+	/* the first matching entry of the line decides */
+	struct it_fh root, fh;
+	struct rpc_context *rpc;
+	struct it_buf *call = calloc(1, sizeof(*call)), *reply = calloc(1, sizeof(*reply));
+	int st;
+
+	(void)state;
+	assert_non_null(call);
+	assert_non_null(reply);
+	rpc = start("127.0.0.2(rw,insecure,no_root_squash) 127.0.0.1(ro,insecure)", -1, -1, &root);
+	assert_int_equal(it_create(rpc, &root, "from-1", UNCHECKED, 0644, NULL, &r), NFS3ERR_ROFS);
+	it_rpc_close(rpc);
+	/* 127.0.0.2 may write */
+	assert_int_equal(it_raw_mnt(&srv, "127.0.0.2", 0, srv.export, &fh), MNT3_OK);
+	it_put_call(call, 0x5001, 2, IT_NFS_PROG, 3, NFS3_CREATE, IT_AUTH_SYS, 0, 0);
+	it_put_fh(call, &fh);
+	it_put_string(call, "from-2");
+	it_put32(call, UNCHECKED);
+	for (int i = 0; i < 6; i++)
+		it_put32(call, 0);
+	st = it_raw_status(srv.nfs_port, "127.0.0.2", 0, call, reply, NULL);
+	assert_int_equal(st, NFS3_OK);
+	owner_is("from-2", 0, 0);
+	free(call);
+	free(reply);
+}
+
+static void test_secure_port(void **state)
+{
+	/* "secure" (the default): calls from a source port >= 1024 are refused,
+	 * from a reserved port accepted */
+	struct it_fh fh, good;
+	int st, port;
+
+	(void)state;
+	it_res_init(&r);
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,no_root_squash)"), 0);
+	/* MNT itself may be allowed (knfsd enforces "secure" on NFS calls) */
+	st = it_raw_mnt(&srv, "127.0.0.1", 0, srv.export, &fh);	/* ephemeral port */
+	print_message("MNT from an unreserved port on a secure export: %d\n", st);
+	/* from a reserved port: find a free one */
+	st = -1;
+	for (port = 1023; port > 600; port--) {
+		int s = it_raw_mnt(&srv, "127.0.0.1", port, srv.export, &good);
+
+		if (s == -1 && (errno == EADDRINUSE || errno == EADDRNOTAVAIL || errno == EACCES))
+			continue;
+		st = s;
+		break;
+	}
+	assert_int_equal(st, MNT3_OK);
+	/* the good handle, used from an unreserved port, gives nothing */
+	st = it_raw_getattr(&srv, "127.0.0.1", 0, &good);
+	if (st == NFS3_OK)
+		fail_msg("GETATTR from an unreserved port on a secure export: NFS3_OK");
+	/* and from a reserved one, it works */
+	for (port = 1000; port > 600; port--) {
+		st = it_raw_getattr(&srv, "127.0.0.1", port, &good);
+		if (st == -1 && (errno == EADDRINUSE || errno == EADDRNOTAVAIL || errno == EACCES))
+			continue;
+		break;
+	}
+	assert_int_equal(st, NFS3_OK);
+}
+
+static void test_two_exports(void **state)
+{
+	/* a handle from the ro export cannot write, even through a rw mount */
+	const struct it_export ex[] = {
+		{ "rw", "127.0.0.1(rw,insecure,no_root_squash)" },
+		{ "ro", "127.0.0.1(ro,insecure,no_root_squash)" },
+	};
+	struct rpc_context *m, *rpc;
+	struct it_fh rwroot, roroot, f;
+	char ro_path[256];
+
+	(void)state;
+	it_res_init(&r);
+	assert_int_equal(it_server_startv(&srv, ex, 2, 0), 0);
+	snprintf(ro_path, sizeof(ro_path), "%s/ro", srv.dir);
+	assert_int_equal(it_write_file(it_path(&srv, "../ro/file"), "ro", 2, 0666), 0);
+	m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	assert_non_null(m);
+	assert_int_equal(it_mnt(m, srv.export, &rwroot), MNT3_OK);
+	assert_int_equal(it_mnt(m, ro_path, &roroot), MNT3_OK);
+	it_rpc_close(m);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &rwroot, "w", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	assert_int_equal(it_create(rpc, &roroot, "w", UNCHECKED, 0644, NULL, &r), NFS3ERR_ROFS);
+	assert_int_equal(it_lookup(rpc, &roroot, "file", &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 0, "xx", 2, FILE_SYNC, &r), NFS3ERR_ROFS);
+	/* cross-export operations are refused (XDEV or ROFS) */
+	assert_int_not_equal(it_link(rpc, &f, &rwroot, "crosslink", &r), NFS3_OK);
+	assert_int_not_equal(it_rename(rpc, &roroot, "file", &rwroot, "stolen", &r), NFS3_OK);
+	assert_int_equal(access(it_path(&srv, "../ro/file"), F_OK), 0);
+	/* the two roots are different objects */
+	assert_false(rwroot.len == roroot.len && !memcmp(rwroot.data, roroot.data, rwroot.len));
+	it_rpc_close(rpc);
+}
+
+static void test_sighup_reload(void **state)
+{
+	struct it_fh root, fh;
+	struct rpc_context *rpc;
+	const struct it_export ro = { "export", "127.0.0.1(ro,insecure,no_root_squash)" };
+	const struct it_export gone = { "export", "127.0.0.2(rw,insecure,no_root_squash)" };
+	int st = -1;
+
+	it_presto_only();
+	(void)state;
+	rpc = start("127.0.0.1(rw,insecure,no_root_squash)", -1, -1, &root);
+	assert_int_equal(it_create(rpc, &root, "before", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	/* rw -> ro: the same handle now gets ROFS */
+	assert_int_equal(it_server_reload(&srv, &ro, 1), 0);
+	for (int i = 0; i < 50; i++) {
+		st = it_create(rpc, &root, "after", UNCHECKED, 0644, NULL, &r);
+		if (st != NFS3_OK)
+			break;
+		assert_int_equal(it_remove(rpc, &root, "after", &r), NFS3_OK);
+		usleep(100 * 1000);
+	}
+	assert_int_equal(st, NFS3ERR_ROFS);
+	/* 127.0.0.1 removed from the list: MNT refused, the old handle useless */
+	assert_int_equal(it_server_reload(&srv, &gone, 1), 0);
+	for (int i = 0; i < 50; i++) {
+		st = it_getattr(rpc, &root, &r);
+		if (st != NFS3_OK)
+			break;
+		usleep(100 * 1000);
+	}
+	assert_true(st == NFS3ERR_ACCES || st == NFS3ERR_STALE || st == NFS3ERR_PERM || st == -1);
+	assert_int_equal(it_raw_mnt(&srv, "127.0.0.1", 0, srv.export, &fh), MNT3ERR_ACCES);
+	assert_true(it_server_running(&srv));
+	it_rpc_close(rpc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_ro, test_teardown),
+		cmocka_unit_test_teardown(test_root_squash_default, test_teardown),
+		cmocka_unit_test_teardown(test_no_root_squash, test_teardown),
+		cmocka_unit_test_teardown(test_all_squash, test_teardown),
+		cmocka_unit_test_teardown(test_anonuid, test_teardown),
+		cmocka_unit_test_teardown(test_anonuid_root_squash, test_teardown),
+		cmocka_unit_test_teardown(test_denied_client, test_teardown),
+		cmocka_unit_test_teardown(test_ipv6_only_client, test_teardown),
+		cmocka_unit_test_teardown(test_client_list, test_teardown),
+		cmocka_unit_test_teardown(test_secure_port, test_teardown),
+		cmocka_unit_test_teardown(test_two_exports, test_teardown),
+		cmocka_unit_test_teardown(test_sighup_reload, test_teardown),
+	};
+
+	it_init(58);
+	return cmocka_run_group_tests_name("integration/exports", tests, NULL, NULL);
+}
