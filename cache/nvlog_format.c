@@ -148,11 +148,16 @@ static bool nvlog_rec_stale(const struct nvlog_view *v, const uint8_t *area, uin
  */
 static bool nvlog_rec_proof(const struct nvlog_view *v, const uint8_t *area, uint64_t off, uint64_t n)
 {
-	uint64_t rem = v->sb.area_len - off;
+	uint64_t rem = v->sb.area_len - off, lsn, dlsn;
 	struct nvlog_rec_hdr h;
 
+	/* cheap first look: this runs at every 8-byte position after a hole */
+	memcpy(&lsn, area + off + offsetof(struct nvlog_rec_hdr, lsn), 8);
+	memcpy(&dlsn, area + off + offsetof(struct nvlog_rec_hdr, dlsn), 8);
+	if (lsn <= n || dlsn < n || dlsn >= lsn)
+		return false;
 	memcpy(&h, area + off, sizeof(h));
-	if (h.lsn <= n || h.dlsn < n || h.dlsn >= h.lsn || h.type == NVLOG_TYPE_PAD)
+	if (h.type == NVLOG_TYPE_PAD)
 		return false;
 	if (nvlog_rec_shape(&h, rem) || h.epoch > (uint32_t)v->sb.boot_epoch)
 		return false;
