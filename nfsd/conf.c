@@ -21,6 +21,35 @@ void conf_defaults(struct nfsd_conf *c)
 	c->mount_port = 20048;
 	c->rpcbind = true;
 	c->threads = 16;
+	c->nvram_size = 64ull << 20;
+	c->destage = true;
+	c->destage_age_ms = 5000;
+	c->high_water_pct = 50;
+	c->full_wait_ms = 2000;
+}
+
+/* parse_size -- "64M", "1G", "4096", "512k". */
+static int parse_size(const char *v, unsigned long long *out)
+{
+	char *end;
+	unsigned long long n;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno || end == v || v[0] == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': n <<= 10; end++; break;
+	case 'm': case 'M': n <<= 20; end++; break;
+	case 'g': case 'G': n <<= 30; end++; break;
+	default: break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end++;
+	if (*end || n < (1ull << 20) || n > (1ull << 40))
+		return -EINVAL;
+	*out = n;
+	return 0;
 }
 
 static int parse_uint(const char *v, unsigned max, unsigned *out)
@@ -95,6 +124,30 @@ int conf_set(struct nfsd_conf *c, const char *key, const char *v, char *err, siz
 		rc = parse_bool(v, &c->foreground);
 	else if (!strcmp(key, "debug"))
 		rc = parse_bool(v, &c->debug);
+	else if (!strcmp(key, "nvram"))
+		rc = set_str(c->nvram, sizeof(c->nvram), v);
+	else if (!strcmp(key, "nvram_size"))
+		rc = parse_size(v, &c->nvram_size);
+	else if (!strcmp(key, "replay")) {
+		rc = 0;
+		if (!strcmp(v, "always"))
+			c->replay_always = true;
+		else if (!strcmp(v, "auto"))
+			c->replay_always = false;
+		else
+			rc = -EINVAL;
+	} else if (!strcmp(key, "destage"))
+		rc = parse_bool(v, &c->destage);
+	else if (!strcmp(key, "destage_age_ms"))
+		rc = parse_uint(v, 3600000, &c->destage_age_ms);
+	else if (!strcmp(key, "high_water_pct")) {
+		rc = parse_uint(v, 95, &c->high_water_pct);
+		if (rc == 0 && c->high_water_pct < 5)
+			rc = -EINVAL;
+	} else if (!strcmp(key, "full_wait_ms"))
+		rc = parse_uint(v, 600000, &c->full_wait_ms);
+	else if (!strcmp(key, "control"))
+		rc = set_str(c->control, sizeof(c->control), v);
 	else {
 		snprintf(err, errlen, "unknown key \"%s\"", key);
 		return -ENOENT;

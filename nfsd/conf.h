@@ -21,6 +21,15 @@ struct nfsd_conf {
 	unsigned threads;
 	bool foreground;
 	bool debug;
+	/* Presto */
+	char nvram[4096];		/* "" : no log, every export presto off */
+	unsigned long long nvram_size;
+	bool replay_always;
+	bool destage;			/* false: hold the destager */
+	unsigned destage_age_ms;
+	unsigned high_water_pct;
+	unsigned full_wait_ms;
+	char control[4096];		/* "" : STATE_DIR/control.sock */
 };
 
 /* conf_defaults -- the built-in defaults (documented in etc/presto.conf). */

@@ -805,15 +805,18 @@ static void ctl_client_read(struct ctl_client *c)
 	ctl_client_update(c);
 }
 
-/* ctl_refuse -- tell a connection we will not serve it, without waiting. */
+/* ctl_refuse -- tell a connection we will not serve it, without waiting.
+ * "refused" tells a client that no request of its was looked at. */
 static void ctl_refuse(int fd, const char *why)
 {
-	char *line = ctl_answer(NULL, NULL, why);
+	char line[256];
+	int n = snprintf(line, sizeof(line),
+			 "{\"v\":%d,\"ok\":false,\"refused\":true,\"error\":\"%s\"}\n",
+			 CONTROL_VERSION, why);
 
-	if (line && send(fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+	if (send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 		/* it goes away anyway */
 	}
-	free(line);
 	close(fd);
 }
 

@@ -321,17 +321,36 @@ void dispatch(struct rpc_req *req)
 	int rc = encode_msg(&m, p->reply_size ? p->reply_size(args) : NFSD_REPLY_SMALL, &rec, &len);
 	bool err = p->res_status && *(int32_t *)res != 0;
 
+	/* Presto: the record goes into the log with the reply, still under the
+	 * stripe locks of the apply (so log order is apply order); WRITE data
+	 * is borrowed from args, freed only after. */
+	if (c.txn.active) {
+		if (presto_commit(&c.txn, p->drc ? &key : NULL, rc == 0 ? rec : NULL,
+				  rc == 0 ? len : 0) < 0 &&
+		    presto_sync_all() < 0)
+			rc = -EIO;
+	}
 	xdr_free(p->xdr_args, args);
 	xdr_free(p->xdr_res, res);
 	free(args);
 	free(res);
 	xtab_put(c.xt);
+	/* no reply before the record is durable (invariant 1); if the log
+	 * cannot persist it, the filesystem must */
+	if (c.txn.logged && presto_wait(&c.txn) < 0 && presto_sync_all() < 0) {
+		free(rec);
+		if (p->drc)
+			drc_abort(&key);
+		rpc_close_conn(req);	/* unanswered: the client retransmits */
+		return;
+	}
 	stats_record(p->stat_idx, rpc_now_ns() - req->t_recv_ns, err || rc < 0);
 
 	if (rc < 0) {
 		static long tok;
+		free(rec);
 		if (log_ratelimited(&tok))
-			log_warnx("%s: reply does not fit in %d bytes: SYSTEM_ERR", p->name, REPLY_MAX);
+			log_warnx("%s: reply could not be built or made durable: SYSTEM_ERR", p->name);
 		if (p->drc)
 			drc_abort(&key);
 		reply_accepted(req, c.xid, SYSTEM_ERR, 0, 0);

@@ -34,6 +34,8 @@ enum drc_result drc_begin(const struct drc_key *k, uint8_t **reply, size_t *len)
 void drc_end(const struct drc_key *k, const uint8_t *rec, size_t len);
 /* drc_abort -- forget the in-progress entry for k. */
 void drc_abort(const struct drc_key *k);
+/* drc_insert -- remember a finished call's reply (recovered from the log). */
+void drc_insert(const struct drc_key *k, const uint8_t *rec, size_t len);
 /* drc_stats -- hits (replayed replies), drops (in progress), entries. */
 void drc_stats(uint64_t *hits, uint64_t *drops, uint64_t *entries);
 

@@ -23,10 +23,12 @@
 #include <unistd.h>
 
 #include "nfsd/conf.h"
+#include "nfsd/control.h"
 #include "nfsd/export_table.h"
 #include "nfsd/fh.h"
 #include "nfsd/log.h"
 #include "nfsd/nfsd.h"
+#include "nfsd/presto.h"
 #include "nfsd/rpc.h"
 #include "nfsd/rpcb.h"
 
@@ -37,7 +39,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: presto-nfsd [-c CONF] [--exports FILE] [--state-dir DIR] [--bind ADDR]...\n"
 		"                   [--nfs-port N] [--mount-port N] [--no-rpcbind] [--threads N]\n"
-		"                   [--foreground] [--debug]\n"
+		"                   [--foreground] [--debug] [--nvram PATH] [--nvram-size SIZE]\n"
+		"                   [--replay=auto|always] [--no-destage] [--control PATH]\n"
 		"\n"
 		"  -c, --config FILE   read settings from FILE (see etc/presto.conf)\n"
 		"  --exports FILE      exports in knfsd exports(5) syntax\n"
@@ -49,7 +52,15 @@ static void usage(FILE *f)
 		"  --no-rpcbind        do not register with rpcbind\n"
 		"  --threads N         worker threads\n"
 		"  -F, --foreground    stay in the foreground, log to stderr\n"
-		"  --debug             verbose logging\n");
+		"  --debug             verbose logging\n"
+		"  --nvram PATH        the NVRAM log (formatted at first use): presto on for\n"
+		"                      exports without nopresto; a file on DAX pmem, /dev/shm\n"
+		"                      (battery-backed RAM emulation) or disk\n"
+		"  --nvram-size SIZE   size when formatting (e.g. 64M)\n"
+		"  --replay=auto|always  replay live records only after a reboot (auto) or\n"
+		"                      always (as after a power cut)\n"
+		"  --no-destage        hold the destager (records stay until the log fills)\n"
+		"  --control PATH      control socket (default STATE_DIR/control.sock)\n");
 }
 
 static int on_signal(int signo)
@@ -93,7 +104,8 @@ static int write_ports(const char *dir, unsigned nfs, unsigned mnt)
 
 int main(int argc, char **argv)
 {
-	enum { O_EXPORTS = 256, O_STATE, O_BIND, O_NFSPORT, O_MNTPORT, O_NORPCB, O_THREADS, O_DEBUG };
+	enum { O_EXPORTS = 256, O_STATE, O_BIND, O_NFSPORT, O_MNTPORT, O_NORPCB, O_THREADS, O_DEBUG,
+	       O_NVRAM, O_NVSIZE, O_REPLAY, O_NODESTAGE, O_CONTROL };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "exports", required_argument, NULL, O_EXPORTS },
@@ -105,6 +117,11 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, O_THREADS },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "debug", no_argument, NULL, O_DEBUG },
+		{ "nvram", required_argument, NULL, O_NVRAM },
+		{ "nvram-size", required_argument, NULL, O_NVSIZE },
+		{ "replay", required_argument, NULL, O_REPLAY },
+		{ "no-destage", no_argument, NULL, O_NODESTAGE },
+		{ "control", required_argument, NULL, O_CONTROL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -163,6 +180,22 @@ int main(int argc, char **argv)
 			key = "debug";
 			val = "yes";
 			break;
+		case O_NVRAM:
+			key = "nvram";
+			break;
+		case O_NVSIZE:
+			key = "nvram_size";
+			break;
+		case O_REPLAY:
+			key = "replay";
+			break;
+		case O_NODESTAGE:
+			key = "destage";
+			val = "no";
+			break;
+		case O_CONTROL:
+			key = "control";
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -203,7 +236,6 @@ int main(int argc, char **argv)
 	}
 	nfsd_settings.state_dir = conf.state_dir;
 	nfsd_settings.debug = conf.debug;
-	randombytes_buf(nfsd_settings.write_verf, sizeof(nfsd_settings.write_verf));
 
 	struct xtab *xt;
 	if ((rc = xtab_load(conf.exports, &xt, err, sizeof(err))) < 0) {
@@ -223,10 +255,24 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* Recovery comes before any listener: no client is answered until
+	 * the log has been replayed (or synced) and trimmed. */
+	struct presto_conf pc = {
+		.nvram = conf.nvram[0] ? conf.nvram : NULL,
+		.nvram_size = conf.nvram_size,
+		.replay = conf.replay_always ? PRESTO_REPLAY_ALWAYS : PRESTO_REPLAY_AUTO,
+		.no_destage = !conf.destage,
+		.destage_age_ms = conf.destage_age_ms,
+		.high_water_pct = conf.high_water_pct,
+		.full_wait_ms = conf.full_wait_ms,
+		.state_dir = conf.state_dir,
+	};
 	if (!conf.foreground && daemon(1, 1) < 0) {
 		log_warn("daemon");
 		return 1;
 	}
+	if ((rc = presto_open(&pc, xt)) < 0)
+		return 1;
 	if ((rc = rpc_init(conf.threads, dispatch)) < 0) {
 		errno = -rc;
 		log_warn("RPC transport");
@@ -257,6 +303,16 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	char ctl[4200];
+	if (conf.control[0])
+		snprintf(ctl, sizeof(ctl), "%s", conf.control);
+	else
+		snprintf(ctl, sizeof(ctl), "%s/control.sock", conf.state_dir);
+	if ((rc = control_start(ctl)) < 0) {
+		errno = -rc;
+		log_warn("control socket %s", ctl);
+		return 1;
+	}
 	if ((rc = write_ports(conf.state_dir, nfs_port, mnt_port)) < 0) {
 		errno = -rc;
 		log_warn("writing %s/ports", conf.state_dir);
@@ -268,8 +324,10 @@ int main(int argc, char **argv)
 
 	rpc_run(on_signal, 10000);
 
+	control_stop();
 	rpcb_unregister_all();
 	rpc_shutdown();
+	presto_close();
 	xtab_install(NULL);
 	log_info("stopped");
 	return 0;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <rpc/rpc.h>
 
+#include "nfsd/presto.h"
 #include "nfsd/rpc.h"
 
 /* The largest READ and WRITE we offer in FSINFO (rtmax, wtmax). */
@@ -35,6 +36,7 @@ struct call {
 	uint32_t xid, prog, vers, proc;
 	struct call_cred cred;
 	struct xtab *xt;		/* exports in force for this call (a reference) */
+	struct presto_txn txn;		/* presto on: the call's log record */
 };
 
 /* rpc_proc -- one row of a program's procedure table (Linux nfs3proc.c
@@ -66,7 +68,6 @@ struct rpc_proc {
 /* nfsd_settings -- server-wide, set once at start-up. */
 struct nfsd_settings {
 	const char *state_dir;
-	uint8_t write_verf[8];		/* changes at every start of the server */
 	bool debug;
 };
 extern struct nfsd_settings nfsd_settings;

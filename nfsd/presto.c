@@ -1,0 +1,1121 @@
+/*
+ * presto.c -- Presto acceleration: the NVRAM log in front of the backing
+ * filesystem (see presto.h for the write path).
+ *
+ * Design choices and the alternatives considered:
+ * - The log holds operations, not blocks (ZFS ZIL, NetApp NVLOG): the page
+ *   cache keeps the working state, so reads need no overlay; the log only has
+ *   to survive a power cut.
+ * - Ordering: striped mutexes keyed by (dev, ino). An operation locks every
+ *   object it touches, applies, appends its record, unlocks. Two operations
+ *   on a common object therefore append in apply order (invariant 2). A
+ *   global lock would be simpler and serialise all modifications; striping
+ *   lets unrelated operations apply in parallel.
+ * - Room in the log is checked before anything is applied, so a full log
+ *   answers NFS3ERR_JUKEBOX with nothing changed (invariant 5: slow down,
+ *   never drop). Should an append still fail after applying, the operation is
+ *   made durable the presto-off way (syncfs) before its reply.
+ * - The destager is one thread: syncfs of every exported filesystem, then
+ *   trim up to the LSN appended before the syncfs began. syncfs covers every
+ *   record appended before it started because a record is appended only
+ *   after its operation was applied. Targeted fsyncs would sync less but
+ *   need per-record bookkeeping; syncfs is one system call per filesystem.
+ *
+ * Replay rules (invariant 3). Records are replayed in LSN order. When record
+ * i is replayed, every object it touches reflects a prefix of its own
+ * operations that contains all of records < i (replayed already) and maybe
+ * some of records >= i (the page cache or the journal kept them). So each
+ * rule only has to tell "i is not applied" from "i and maybe later ones are":
+ * - WRITE, SETATTR: applying again is harmless (same bytes, same values).
+ * - CREATE/MKDIR/SYMLINK/MKNOD: if the name exists, or the recorded object
+ *   still exists under another name, it was applied; else create it again
+ *   and record a redirect from the recorded kernel handle to the new object
+ *   (later records and clients' old handles resolve through it).
+ * - REMOVE/RMDIR: unlink only if the name still holds the recorded victim
+ *   (directly or through a redirect).
+ * - RENAME: rename only if the source name still holds the recorded object.
+ * - LINK: link only if the name is absent and the object exists.
+ * A record whose objects no longer exist (removed by a later operation that
+ * was applied) is skipped.
+ */
+#include "nfsd/presto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache/nvlog.h"
+#include "nfsd/export_table.h"
+#include "nfsd/fh.h"
+#include "nfsd/log.h"
+#include "nfsd/nfsd.h"
+#include "nfsd/rpc.h"
+#include "nfsd/vfs.h"
+
+#define NSTRIPES 256
+#define MAX_SWITCHES 256
+/* bytes kept free beyond a record's estimate: room for the replies and keys
+ * that are encoded into the record only after the check */
+#define SPACE_SLACK (64 * 1024)
+
+struct redirect {
+	uint32_t export_id;
+	struct fh_kernel old_kh, new_kh;
+};
+
+static struct {
+	struct presto_conf conf;
+	char nvram_path[4096];
+	struct nvlog *log;
+	uint8_t verf[8];
+	pthread_mutex_t stripes[NSTRIPES];
+
+	/* run-time switches: export id -> off */
+	pthread_mutex_t sw_lock;
+	uint32_t off_ids[MAX_SWITCHES];
+	unsigned noff;
+
+	/* redirects made by replay */
+	pthread_rwlock_t rd_lock;
+	struct redirect *rd;
+	size_t nrd, rd_cap;
+
+	/* destager */
+	pthread_t destager;
+	bool destager_running;
+	pthread_mutex_t d_lock;
+	pthread_cond_t d_cond;		/* destager wakes */
+	pthread_cond_t d_done;		/* flushers and space waiters wake */
+	bool stop;
+	bool held;
+	uint64_t flush_target;		/* destage at least up to this LSN */
+	uint64_t destaged_lsn;		/* trimmed up to here */
+	int last_error;
+
+	const char *state;
+	/* counters (relaxed atomics) */
+	uint64_t jukebox, destage_runs, destage_errors, destage_ns_total, destage_ns_last;
+	uint64_t destage_bytes, commits_avoided, log_fallbacks, wait_ns_total;
+	uint64_t rec_records, rec_bytes, rec_ns, rec_redirects, rec_errors;
+	bool rec_replayed;
+} P = {
+	.sw_lock = PTHREAD_MUTEX_INITIALIZER,
+	.rd_lock = PTHREAD_RWLOCK_INITIALIZER,
+	.d_lock = PTHREAD_MUTEX_INITIALIZER,
+	.d_cond = PTHREAD_COND_INITIALIZER,
+	.d_done = PTHREAD_COND_INITIALIZER,
+	.state = "DOWN",
+};
+
+#define CNT_ADD(f, v) __atomic_add_fetch(&P.f, (v), __ATOMIC_RELAXED)
+
+/* ---- identity of objects ---- */
+
+static bool kh_eq(const struct fh_kernel *a, const struct fh_kernel *b)
+{
+	return a->type == b->type && a->len == b->len && memcmp(a->bytes, b->bytes, a->len) == 0;
+}
+
+static void kh_from_plog(const plog_kh *p, struct fh_kernel *kh)
+{
+	kh->type = p->type;
+	kh->len = p->bytes.bytes_len <= FH_KH_MAX ? p->bytes.bytes_len : FH_KH_MAX;
+	memcpy(kh->bytes, p->bytes.bytes_val, kh->len);
+}
+
+void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct fh_kernel *kh)
+{
+	memcpy(t->khs[slot], kh->bytes, kh->len);
+	dst->type = kh->type;
+	dst->bytes.bytes_len = kh->len;
+	dst->bytes.bytes_val = t->khs[slot];
+}
+
+char *presto_name(struct presto_txn *t, unsigned slot, const char *name)
+{
+	snprintf(t->names[slot], sizeof(t->names[slot]), "%s", name);
+	return t->names[slot];
+}
+
+/* ---- redirects ---- */
+
+int presto_redirect(uint32_t export_id, const struct fh_kernel *old_kh, struct fh_kernel *new_kh)
+{
+	int rc = -ENOENT;
+
+	pthread_rwlock_rdlock(&P.rd_lock);
+	/* newest first: an object re-created twice redirects to the last one */
+	for (size_t i = P.nrd; i-- > 0;) {
+		if (P.rd[i].export_id == export_id && kh_eq(&P.rd[i].old_kh, old_kh)) {
+			*new_kh = P.rd[i].new_kh;
+			rc = 0;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&P.rd_lock);
+	return rc;
+}
+
+static int rd_add(uint32_t export_id, const struct fh_kernel *old_kh, const struct fh_kernel *new_kh)
+{
+	int rc = 0;
+
+	pthread_rwlock_wrlock(&P.rd_lock);
+	if (P.nrd == P.rd_cap) {
+		size_t cap = P.rd_cap ? P.rd_cap * 2 : 64;
+		struct redirect *n = realloc(P.rd, cap * sizeof(*n));
+		if (!n) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		P.rd = n;
+		P.rd_cap = cap;
+	}
+	P.rd[P.nrd++] = (struct redirect){ export_id, *old_kh, *new_kh };
+out:
+	pthread_rwlock_unlock(&P.rd_lock);
+	return rc;
+}
+
+static void hex(char *out, const uint8_t *b, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+	out[2 * n] = '\0';
+}
+
+static int unhex(const char *s, uint8_t *b, unsigned max, unsigned *n)
+{
+	size_t l = strlen(s);
+
+	if (l % 2 || l / 2 > max)
+		return -EINVAL;
+	for (size_t i = 0; i < l / 2; i++) {
+		unsigned v;
+		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+			return -EINVAL;
+		b[i] = (uint8_t)v;
+	}
+	*n = (unsigned)(l / 2);
+	return 0;
+}
+
+/* Redirect file: STATE_DIR/redirects, one line per redirect:
+ *   EXPORT_ID OLD_TYPE OLD_HEX NEW_TYPE NEW_HEX
+ * rewritten whole (tmp + fsync + rename) after a replay that made some. */
+static void rd_load(void)
+{
+	char path[4200], line[512], oh[128], nh[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/redirects", P.conf.state_dir);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	unsigned lineno = 0;
+	while (fgets(line, sizeof(line), f)) {
+		struct fh_kernel o, n;
+		unsigned id;
+		lineno++;
+		if (sscanf(line, "%u %d %127s %d %127s", &id, &o.type, oh, &n.type, nh) != 5 ||
+		    unhex(oh, o.bytes, FH_KH_MAX, &o.len) < 0 || unhex(nh, n.bytes, FH_KH_MAX, &n.len) < 0) {
+			log_warnx("%s:%u: malformed redirect ignored", path, lineno);
+			continue;
+		}
+		rd_add(id, &o, &n);
+	}
+	fclose(f);
+}
+
+static int rd_save(void)
+{
+	char path[4200], tmp[4200], oh[128], nh[128];
+	FILE *f;
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/redirects", P.conf.state_dir);
+	snprintf(tmp, sizeof(tmp), "%s/redirects.tmp", P.conf.state_dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	pthread_rwlock_rdlock(&P.rd_lock);
+	for (size_t i = 0; i < P.nrd; i++) {
+		hex(oh, P.rd[i].old_kh.bytes, P.rd[i].old_kh.len);
+		hex(nh, P.rd[i].new_kh.bytes, P.rd[i].new_kh.len);
+		fprintf(f, "%u %d %s %d %s\n", P.rd[i].export_id, P.rd[i].old_kh.type, oh,
+			P.rd[i].new_kh.type, nh);
+	}
+	pthread_rwlock_unlock(&P.rd_lock);
+	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+		rc = -errno;
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc == 0) {
+		int dfd = open(P.conf.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0) {
+			fsync(dfd);
+			close(dfd);
+		}
+	}
+	return rc;
+}
+
+/* ---- switches ---- */
+
+bool presto_enabled(const struct xexport *xe, bool export_opt)
+{
+	bool on = P.log != NULL && export_opt;
+
+	if (!on)
+		return false;
+	pthread_mutex_lock(&P.sw_lock);
+	for (unsigned i = 0; i < P.noff; i++)
+		if (P.off_ids[i] == xe->e->id)
+			on = false;
+	pthread_mutex_unlock(&P.sw_lock);
+	return on;
+}
+
+int presto_set_export(uint32_t export_id, bool on)
+{
+	int rc = 0;
+
+	if (!on) {
+		/* switching off: what the log holds must be on disk first */
+		rc = presto_flush();
+		if (rc < 0)
+			return rc;
+	}
+	pthread_mutex_lock(&P.sw_lock);
+	unsigned i;
+	for (i = 0; i < P.noff && P.off_ids[i] != export_id; i++)
+		;
+	if (on && i < P.noff)
+		P.off_ids[i] = P.off_ids[--P.noff];
+	else if (!on && i == P.noff) {
+		if (P.noff == MAX_SWITCHES)
+			rc = -ENOSPC;
+		else
+			P.off_ids[P.noff++] = export_id;
+	}
+	pthread_mutex_unlock(&P.sw_lock);
+	return rc;
+}
+
+void presto_write_verf(uint8_t out[8])
+{
+	memcpy(out, P.verf, 8);
+}
+
+/* ---- syncing the backing filesystems ---- */
+
+int presto_sync_all(void)
+{
+	struct xtab *x = xtab_get();
+	int rc = 0;
+
+	if (!x)
+		return 0;
+	for (size_t i = 0; i < x->n; i++) {
+		bool seen = false;
+		for (size_t k = 0; k < i; k++)
+			if (x->v[k].dev == x->v[i].dev)
+				seen = true;
+		if (!seen && syncfs(x->v[i].root_fd) < 0) {
+			rc = -errno;
+			log_warn("syncfs of export %s", x->v[i].e->path);
+		}
+	}
+	xtab_put(x);
+	return rc;
+}
+
+/* ---- the write path ---- */
+
+static unsigned stripe_of(dev_t dev, ino_t ino)
+{
+	uint64_t h = ((uint64_t)dev * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)ino * 0xbf58476d1ce4e5b9ull);
+	return (unsigned)((h >> 32) % NSTRIPES);
+}
+
+static void log_space(uint64_t *free_bytes)
+{
+	struct nvlog_stats s;
+
+	nvlog_stats(P.log, &s);
+	*free_bytes = s.area_bytes > s.used_bytes ? s.area_bytes - s.used_bytes : 0;
+}
+
+static void kick_destager(void)
+{
+	pthread_mutex_lock(&P.d_lock);
+	pthread_cond_signal(&P.d_cond);
+	pthread_mutex_unlock(&P.d_lock);
+}
+
+int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, unsigned n,
+		 size_t est_bytes)
+{
+	uint64_t free_bytes;
+
+	memset(t, 0, sizeof(*t));
+	log_space(&free_bytes);
+	if (free_bytes < est_bytes + SPACE_SLACK) {
+		/* full: the destager makes room; wait for it, bounded */
+		uint64_t deadline = rpc_now_ns() + (uint64_t)P.conf.full_wait_ms * 1000000ull;
+		kick_destager();
+		for (;;) {
+			log_space(&free_bytes);
+			if (free_bytes >= est_bytes + SPACE_SLACK)
+				break;
+			if (rpc_now_ns() >= deadline) {
+				CNT_ADD(jukebox, 1);
+				return -EAGAIN;
+			}
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 5 * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_mutex_lock(&P.d_lock);
+			pthread_cond_signal(&P.d_cond);
+			pthread_cond_timedwait(&P.d_done, &P.d_lock, &ts);
+			pthread_mutex_unlock(&P.d_lock);
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		unsigned s = stripe_of(devs[i], inos[i]);
+		unsigned k;
+		for (k = 0; k < t->nstripes && t->stripes[k] != s; k++)
+			;
+		if (k == t->nstripes)
+			t->stripes[t->nstripes++] = s;
+	}
+	/* a fixed order (ascending) keeps two operations from deadlocking */
+	for (unsigned i = 1; i < t->nstripes; i++)
+		for (unsigned k = i; k > 0 && t->stripes[k - 1] > t->stripes[k]; k--) {
+			unsigned tmp = t->stripes[k];
+			t->stripes[k] = t->stripes[k - 1];
+			t->stripes[k - 1] = tmp;
+		}
+	for (unsigned i = 0; i < t->nstripes; i++)
+		pthread_mutex_lock(&P.stripes[t->stripes[i]]);
+	t->active = true;
+	return 0;
+}
+
+static void unlock_stripes(struct presto_txn *t)
+{
+	for (unsigned i = t->nstripes; i-- > 0;)
+		pthread_mutex_unlock(&P.stripes[t->stripes[i]]);
+	t->active = false;
+}
+
+void presto_abort(struct presto_txn *t)
+{
+	if (t->active)
+		unlock_stripes(t);
+	free(t->target);
+	t->target = NULL;
+	t->has_op = false;
+}
+
+int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t *reply,
+		  size_t reply_len)
+{
+	plog_rec r;
+	size_t size = 1024 + reply_len + sizeof(*key);
+	int rc;
+
+	if (!t->has_op) {
+		presto_abort(t);
+		return 0;
+	}
+	memset(&r, 0, sizeof(r));
+	r.op = t->op;
+	if (key) {
+		r.drc_key.drc_key_val = (char *)key;
+		r.drc_key.drc_key_len = sizeof(*key);
+	}
+	if (reply && reply_len <= PLOG_REPLY_MAX) {
+		r.reply.reply_val = (char *)reply;
+		r.reply.reply_len = (u_int)reply_len;
+	}
+	if (t->op.type == PLOG_WRITE)
+		size += t->op.plog_op_u.write.data.data_len;
+	uint8_t *buf = malloc(size);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	XDR x;
+	xdrmem_create(&x, (char *)buf, (u_int)size, XDR_ENCODE);
+	if (!xdr_plog_rec(&x, &r)) {
+		xdr_destroy(&x);
+		free(buf);
+		rc = -EMSGSIZE;
+		goto out;
+	}
+	struct iovec iov = { buf, xdr_getpos(&x) };
+	xdr_destroy(&x);
+	rc = nvlog_append_nowait(P.log, (uint16_t)t->op.type, &iov, 1, &t->lsn);
+	free(buf);
+	if (rc == 0)
+		t->logged = true;
+out:
+	if (rc < 0) {
+		static long tok;
+		CNT_ADD(log_fallbacks, 1);
+		if (log_ratelimited(&tok)) {
+			errno = -rc;
+			log_warn("append to the NVRAM log failed; syncing instead");
+		}
+	}
+	presto_abort(t);
+	return rc;
+}
+
+int presto_wait(struct presto_txn *t)
+{
+	if (!t->logged)
+		return 0;
+	uint64_t t0 = rpc_now_ns();
+	int rc = nvlog_wait(P.log, t->lsn);
+	CNT_ADD(wait_ns_total, rpc_now_ns() - t0);
+	return rc;
+}
+
+void presto_count_commit_avoided(void)
+{
+	CNT_ADD(commits_avoided, 1);
+}
+
+/* ---- the destager ---- */
+
+static bool destage_due(uint64_t *target)
+{
+	struct nvlog_stats s;
+
+	nvlog_stats(P.log, &s);
+	*target = s.head_lsn;
+	if (s.head_lsn < s.tail_lsn)
+		return false;		/* empty */
+	if (P.flush_target >= s.tail_lsn && P.flush_target != 0)
+		return true;
+	uint64_t pct = s.area_bytes ? s.used_bytes * 100 / s.area_bytes : 0;
+	if (P.held)
+		return pct >= 90;	/* held, but never drop work: a full log runs anyway */
+	return pct >= P.conf.high_water_pct || s.oldest_age_ns >= (uint64_t)P.conf.destage_age_ms * 1000000ull;
+}
+
+/* destage_once -- make the filesystems durable and trim. Called with d_lock
+ * not held. */
+static int destage_once(uint64_t head)
+{
+	struct nvlog_stats before, after;
+	uint64_t t0 = rpc_now_ns();
+	int rc;
+
+	nvlog_stats(P.log, &before);
+	rc = presto_sync_all();
+	if (rc < 0) {
+		CNT_ADD(destage_errors, 1);
+		return rc;
+	}
+	/* records appended but not yet persisted are covered by the syncfs
+	 * too; persist them (group commit) so that the trim may pass them */
+	uint64_t upto = head;
+	if (nvlog_durable_lsn(P.log) < upto && nvlog_wait(P.log, upto) < 0)
+		upto = nvlog_durable_lsn(P.log);
+	if (upto >= before.tail_lsn) {
+		rc = nvlog_trim(P.log, upto);
+		if (rc < 0) {
+			CNT_ADD(destage_errors, 1);
+			return rc;
+		}
+	}
+	nvlog_stats(P.log, &after);
+	uint64_t ns = rpc_now_ns() - t0;
+	CNT_ADD(destage_runs, 1);
+	CNT_ADD(destage_ns_total, ns);
+	__atomic_store_n(&P.destage_ns_last, ns, __ATOMIC_RELAXED);
+	if (before.used_bytes > after.used_bytes)
+		CNT_ADD(destage_bytes, before.used_bytes - after.used_bytes);
+	pthread_mutex_lock(&P.d_lock);
+	if (upto > P.destaged_lsn)
+		P.destaged_lsn = upto;
+	pthread_mutex_unlock(&P.d_lock);
+	return 0;
+}
+
+static void *destager_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&P.d_lock);
+	while (!P.stop) {
+		uint64_t head;
+		if (!destage_due(&head)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 50 * 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&P.d_cond, &P.d_lock, &ts);
+			continue;
+		}
+		pthread_mutex_unlock(&P.d_lock);
+		int rc = destage_once(head);
+		pthread_mutex_lock(&P.d_lock);
+		P.last_error = rc;
+		if (rc < 0) {
+			static long tok;
+			if (log_ratelimited(&tok)) {
+				errno = -rc;
+				log_warn("destage failed; the log keeps its records, retrying");
+			}
+			pthread_cond_broadcast(&P.d_done);
+			/* back off a little before retrying */
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&P.d_cond, &P.d_lock, &ts);
+			continue;
+		}
+		if (P.flush_target && P.destaged_lsn >= P.flush_target)
+			P.flush_target = 0;
+		pthread_cond_broadcast(&P.d_done);
+	}
+	pthread_mutex_unlock(&P.d_lock);
+	return NULL;
+}
+
+int presto_flush(void)
+{
+	struct nvlog_stats s;
+	int rc = 0;
+
+	if (!P.log)
+		return presto_sync_all();
+	nvlog_stats(P.log, &s);
+	if (s.head_lsn < s.tail_lsn)
+		return presto_sync_all();	/* nothing logged; still honour "durable" */
+	uint64_t target = s.head_lsn;
+	pthread_mutex_lock(&P.d_lock);
+	if (target > P.flush_target)
+		P.flush_target = target;
+	pthread_cond_signal(&P.d_cond);
+	while (P.destaged_lsn < target && !P.stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&P.d_done, &P.d_lock, &ts);
+		if (P.last_error < 0 && P.destaged_lsn < target) {
+			rc = P.last_error;
+			break;
+		}
+		if (P.flush_target < target && P.destaged_lsn < target) {
+			P.flush_target = target;
+			pthread_cond_signal(&P.d_cond);
+		}
+	}
+	pthread_mutex_unlock(&P.d_lock);
+	return rc;
+}
+
+void presto_hold(bool hold)
+{
+	pthread_mutex_lock(&P.d_lock);
+	P.held = hold;
+	pthread_cond_signal(&P.d_cond);
+	pthread_mutex_unlock(&P.d_lock);
+}
+
+/* ---- recovery ---- */
+
+struct replay_ctx {
+	struct xtab *xt;
+	bool apply;
+	uint64_t last_lsn;
+};
+
+/* resolve -- an O_PATH descriptor of a logged object, through a redirect
+ * when its recorded handle went stale. -ESTALE when it does not exist. */
+static int resolve(struct xtab *xt, const plog_obj *o, struct fh_kernel *now)
+{
+	const struct xexport *xe = xtab_by_id(xt, o->export_id);
+	union {
+		struct file_handle h;
+		uint8_t raw[sizeof(struct file_handle) + FH_KH_MAX];
+	} u;
+	struct fh_kernel kh;
+
+	if (!xe)
+		return -ESTALE;
+	kh_from_plog(&o->kh, &kh);
+	for (int pass = 0; pass < 2; pass++) {
+		u.h.handle_bytes = kh.len;
+		u.h.handle_type = kh.type;
+		memcpy(u.h.f_handle, kh.bytes, kh.len);
+		int fd = open_by_handle_at(xe->root_fd, &u.h, O_PATH | O_CLOEXEC);
+		if (fd >= 0) {
+			if (now)
+				*now = kh;
+			return fd;
+		}
+		if (errno != ESTALE && errno != ENOENT && errno != EINVAL)
+			return -errno;
+		struct fh_kernel n;
+		if (pass == 1 || presto_redirect(o->export_id, &kh, &n) < 0)
+			break;
+		kh = n;
+	}
+	return -ESTALE;
+}
+
+/* same_object -- whether (dirfd, name) is the recorded object (or what it
+ * was redirected to). */
+static bool same_object(uint32_t export_id, int dirfd, const char *name, const plog_kh *rec)
+{
+	struct fh_kernel cur, want, red;
+
+	if (fh_of(dirfd, name, &cur, NULL) < 0)
+		return false;
+	kh_from_plog(rec, &want);
+	if (kh_eq(&cur, &want))
+		return true;
+	return presto_redirect(export_id, &want, &red) == 0 && kh_eq(&cur, &red);
+}
+
+static int replay_attr(int fd, const plog_attr *a, bool is_link)
+{
+	char p[32];
+
+	vfs_proc_path(fd, p);
+	if ((a->set_uid || a->set_gid) &&
+	    fchownat(fd, "", a->set_uid ? a->uid : (uid_t)-1, a->set_gid ? a->gid : (gid_t)-1,
+		     AT_EMPTY_PATH) < 0)
+		return -errno;
+	if (a->set_size && !is_link && truncate(p, (off_t)a->size) < 0)
+		return -errno;
+	if (a->set_mode && !is_link && chmod(p, a->mode & 07777) < 0)
+		return -errno;
+	if (a->atime.set || a->mtime.set) {
+		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
+		if (a->atime.set)
+			ts[0] = (struct timespec){ a->atime.sec, a->atime.nsec };
+		if (a->mtime.set)
+			ts[1] = (struct timespec){ a->mtime.sec, a->mtime.nsec };
+		if (utimensat(fd, "", ts, AT_EMPTY_PATH) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static int replay_write(struct replay_ctx *rc, const plog_write *w)
+{
+	int fd = resolve(rc->xt, &w->file, NULL);
+	char p[32];
+
+	if (fd < 0)
+		return fd == -ESTALE ? 0 : fd;	/* removed later */
+	vfs_proc_path(fd, p);
+	int wfd = open(p, O_WRONLY | O_CLOEXEC);
+	close(fd);
+	if (wfd < 0)
+		return -errno;
+	ssize_t n = pwrite(wfd, w->data.data_val, w->data.data_len, (off_t)w->offset);
+	int e = n < 0 ? -errno : (size_t)n != w->data.data_len ? -EIO : 0;
+	close(wfd);
+	return e;
+}
+
+static int replay_setattr(struct replay_ctx *rc, const plog_setattr *s)
+{
+	int fd = resolve(rc->xt, &s->obj, NULL);
+	struct stat st;
+
+	if (fd < 0)
+		return fd == -ESTALE ? 0 : fd;
+	int e = fstat(fd, &st) < 0 ? -errno : replay_attr(fd, &s->attr, S_ISLNK(st.st_mode));
+	close(fd);
+	return e;
+}
+
+static int replay_create(struct replay_ctx *rc, const plog_create *c)
+{
+	int dfd = resolve(rc->xt, &c->dir, NULL);
+	struct stat st;
+	int e = 0;
+
+	if (dfd < 0)
+		return dfd == -ESTALE ? 0 : dfd;	/* its directory went later */
+	if (fstatat(dfd, c->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		goto out;			/* applied (maybe replaced later) */
+	plog_obj res = { c->dir.export_id, c->result };
+	int ofd = resolve(rc->xt, &res, NULL);
+	if (ofd >= 0) {
+		close(ofd);			/* applied, renamed away later */
+		goto out;
+	}
+	mode_t mode = c->mode & 07777;
+	switch (c->type & S_IFMT) {
+	case S_IFDIR:
+		e = mkdirat(dfd, c->name, mode);
+		break;
+	case S_IFLNK:
+		e = symlinkat(c->target, dfd, c->name);
+		break;
+	default:
+		e = mknodat(dfd, c->name, (c->type & S_IFMT) | mode, makedev(c->rdev_major, c->rdev_minor));
+		break;
+	}
+	if (e < 0) {
+		e = -errno;
+		goto out;
+	}
+	int nfd = openat(dfd, c->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (nfd < 0) {
+		e = -errno;
+		goto out;
+	}
+	e = replay_attr(nfd, &c->attr, (c->type & S_IFMT) == S_IFLNK);
+	struct fh_kernel old, now;
+	kh_from_plog(&c->result, &old);
+	if (e == 0 && fh_of(nfd, "", &now, NULL) == 0 && !kh_eq(&old, &now)) {
+		e = rd_add(c->dir.export_id, &old, &now);
+		CNT_ADD(rec_redirects, 1);
+	}
+	close(nfd);
+out:
+	close(dfd);
+	return e;
+}
+
+static int replay_remove(struct replay_ctx *rc, const plog_remove *r)
+{
+	int dfd = resolve(rc->xt, &r->dir, NULL);
+	int e = 0;
+
+	if (dfd < 0)
+		return dfd == -ESTALE ? 0 : dfd;
+	if (same_object(r->dir.export_id, dfd, r->name, &r->victim) &&
+	    unlinkat(dfd, r->name, r->isdir ? AT_REMOVEDIR : 0) < 0)
+		e = -errno;
+	close(dfd);
+	return e;
+}
+
+static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
+{
+	int fdir = resolve(rc->xt, &r->fromdir, NULL);
+	int e = 0;
+
+	if (fdir < 0)
+		return fdir == -ESTALE ? 0 : fdir;
+	int tdir = resolve(rc->xt, &r->todir, NULL);
+	if (tdir < 0) {
+		close(fdir);
+		return tdir == -ESTALE ? 0 : tdir;
+	}
+	if (same_object(r->fromdir.export_id, fdir, r->fromname, &r->source) &&
+	    renameat(fdir, r->fromname, tdir, r->toname) < 0)
+		e = -errno;
+	close(fdir);
+	close(tdir);
+	return e;
+}
+
+static int replay_link(struct replay_ctx *rc, const plog_link *l)
+{
+	struct stat st;
+	char p[32];
+	int e = 0;
+	int dfd = resolve(rc->xt, &l->dir, NULL);
+
+	if (dfd < 0)
+		return dfd == -ESTALE ? 0 : dfd;
+	if (fstatat(dfd, l->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		close(dfd);
+		return 0;
+	}
+	int ffd = resolve(rc->xt, &l->file, NULL);
+	if (ffd >= 0) {
+		vfs_proc_path(ffd, p);
+		if (linkat(AT_FDCWD, p, dfd, l->name, AT_SYMLINK_FOLLOW) < 0)
+			e = -errno;
+		close(ffd);
+	}
+	close(dfd);
+	return e;
+}
+
+static int replay_cb(void *arg, const struct nvlog_rec *rec)
+{
+	struct replay_ctx *rc = arg;
+	plog_rec r;
+	XDR x;
+	int e = 0;
+
+	rc->last_lsn = rec->lsn;
+	CNT_ADD(rec_records, 1);
+	CNT_ADD(rec_bytes, rec->len);
+	memset(&r, 0, sizeof(r));
+	xdrmem_create(&x, (char *)rec->payload, rec->len, XDR_DECODE);
+	if (!xdr_plog_rec(&x, &r) || (uint16_t)r.op.type != rec->type) {
+		xdr_destroy(&x);
+		xdr_free(XDRPROC(xdr_plog_rec), (char *)&r);
+		CNT_ADD(rec_errors, 1);
+		log_warnx("NVRAM log record LSN %llu (type %u, %u bytes at offset %llu) does not decode; "
+			  "skipped (inspect it with presto-log dump)",
+			  (unsigned long long)rec->lsn, rec->type, rec->len,
+			  (unsigned long long)rec->offset);
+		return 0;
+	}
+	xdr_destroy(&x);
+	if (r.drc_key.drc_key_len == sizeof(struct drc_key) && r.reply.reply_len >= 4) {
+		struct drc_key k;
+		memcpy(&k, r.drc_key.drc_key_val, sizeof(k));
+		drc_insert(&k, (const uint8_t *)r.reply.reply_val, r.reply.reply_len);
+	}
+	if (rc->apply) {
+		switch (r.op.type) {
+		case PLOG_WRITE:
+			e = replay_write(rc, &r.op.plog_op_u.write);
+			break;
+		case PLOG_SETATTR:
+			e = replay_setattr(rc, &r.op.plog_op_u.setattr);
+			break;
+		case PLOG_CREATE:
+			e = replay_create(rc, &r.op.plog_op_u.create);
+			break;
+		case PLOG_REMOVE:
+			e = replay_remove(rc, &r.op.plog_op_u.remove);
+			break;
+		case PLOG_RENAME:
+			e = replay_rename(rc, &r.op.plog_op_u.rename);
+			break;
+		case PLOG_LINK:
+			e = replay_link(rc, &r.op.plog_op_u.link);
+			break;
+		}
+		if (e < 0) {
+			CNT_ADD(rec_errors, 1);
+			errno = -e;
+			log_warn("replay of LSN %llu (type %u)", (unsigned long long)rec->lsn, rec->type);
+		}
+	}
+	xdr_free(XDRPROC(xdr_plog_rec), (char *)&r);
+	return 0;
+}
+
+int presto_open(const struct presto_conf *pc, struct xtab *xt)
+{
+	struct nvlog_opts o;
+	struct nvlog_info info;
+	int rc;
+
+	P.conf = *pc;
+	if (!P.conf.full_wait_ms)
+		P.conf.full_wait_ms = 2000;
+	if (!P.conf.destage_age_ms)
+		P.conf.destage_age_ms = 5000;
+	if (!P.conf.high_water_pct)
+		P.conf.high_water_pct = 50;
+	for (int i = 0; i < NSTRIPES; i++)
+		pthread_mutex_init(&P.stripes[i], NULL);
+	if (!pc->nvram) {
+		randombytes_buf(P.verf, sizeof(P.verf));
+		P.state = "DOWN";
+		return 0;
+	}
+	snprintf(P.nvram_path, sizeof(P.nvram_path), "%s", pc->nvram);
+	P.conf.nvram = P.nvram_path;
+	memset(&o, 0, sizeof(o));
+	o.size = pc->nvram_size;
+	o.full_wait_ms = P.conf.full_wait_ms;
+	rc = nvlog_open(pc->nvram, &o, &P.log);
+	if (rc < 0) {
+		errno = -rc;
+		log_warn("NVRAM log %s", pc->nvram);
+		P.state = "ERROR";
+		return rc;
+	}
+	nvlog_info(P.log, &info);
+	if (info.read_only) {
+		log_warnx("NVRAM log %s is corrupt at LSN %llu (offset %llu: %s): refusing to serve; "
+			  "inspect it with presto-log dump",
+			  pc->nvram, (unsigned long long)info.open_scan.bad_lsn,
+			  (unsigned long long)info.open_scan.bad_offset,
+			  info.open_scan.why ? info.open_scan.why : "?");
+		nvlog_close(P.log, false);
+		P.log = NULL;
+		P.state = "ERROR";
+		return -EIO;
+	}
+	memcpy(P.verf, &info.epoch, 8);
+	P.state = "RECOVERING";
+	rd_load();
+
+	if (info.head_lsn >= info.tail_lsn) {
+		struct replay_ctx rctx = { .xt = xt };
+		struct nvlog_scan_report rep;
+		uint64_t t0 = rpc_now_ns();
+
+		rctx.apply = pc->replay == PRESTO_REPLAY_ALWAYS || info.boot_id_changed;
+		P.rec_replayed = rctx.apply;
+		log_info("NVRAM log %s holds LSN %llu..%llu: %s", pc->nvram,
+			 (unsigned long long)info.tail_lsn, (unsigned long long)info.head_lsn,
+			 rctx.apply ? "replaying onto the backing filesystem"
+				    : "the page cache survived; syncing it");
+		rc = nvlog_scan(P.log, replay_cb, &rctx, &rep);
+		if (rc < 0) {
+			errno = -rc;
+			log_warn("scanning the NVRAM log");
+			P.state = "ERROR";
+			return rc;
+		}
+		if (P.nrd > 0 && (rc = rd_save()) < 0) {
+			errno = -rc;
+			log_warn("saving %s/redirects", P.conf.state_dir);
+			P.state = "ERROR";
+			return rc;
+		}
+		rc = presto_sync_all();
+		if (rc < 0) {
+			P.state = "ERROR";
+			return rc;
+		}
+		if (rep.records > 0 && (rc = nvlog_trim(P.log, rep.last_lsn)) < 0) {
+			errno = -rc;
+			log_warn("trimming the NVRAM log after recovery");
+			P.state = "ERROR";
+			return rc;
+		}
+		P.rec_ns = rpc_now_ns() - t0;
+		log_info("recovery: %llu record(s), %llu byte(s), %llu redirect(s), %llu error(s) in %.1f ms",
+			 (unsigned long long)P.rec_records, (unsigned long long)P.rec_bytes,
+			 (unsigned long long)P.rec_redirects, (unsigned long long)P.rec_errors,
+			 (double)P.rec_ns / 1e6);
+	}
+	P.held = pc->no_destage;
+	P.state = "UP";
+	rc = pthread_create(&P.destager, NULL, destager_main, NULL);
+	if (rc) {
+		P.state = "ERROR";
+		return -rc;
+	}
+	P.destager_running = true;
+	return 0;
+}
+
+void presto_close(void)
+{
+	if (!P.log)
+		return;
+	/* SIGTERM: flush what the log holds, mark it clean */
+	int rc = presto_flush();
+	pthread_mutex_lock(&P.d_lock);
+	P.stop = true;
+	pthread_cond_broadcast(&P.d_cond);
+	pthread_cond_broadcast(&P.d_done);
+	pthread_mutex_unlock(&P.d_lock);
+	if (P.destager_running)
+		pthread_join(P.destager, NULL);
+	P.destager_running = false;
+	struct nvlog_stats s;
+	nvlog_stats(P.log, &s);
+	bool empty = s.head_lsn < s.tail_lsn;
+	if (rc < 0 || !empty)
+		log_warnx("closing the NVRAM log with live records (LSN %llu..%llu): they will be "
+			  "recovered at the next start",
+			  (unsigned long long)s.tail_lsn, (unsigned long long)s.head_lsn);
+	nvlog_close(P.log, rc == 0 && empty);
+	P.log = NULL;
+	P.state = "DOWN";
+	pthread_rwlock_wrlock(&P.rd_lock);
+	free(P.rd);
+	P.rd = NULL;
+	P.nrd = P.rd_cap = 0;
+	pthread_rwlock_unlock(&P.rd_lock);
+}
+
+/* ---- statistics ---- */
+
+#define LD(f) __atomic_load_n(&P.f, __ATOMIC_RELAXED)
+
+void presto_get_stats(struct presto_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->log_open = P.log != NULL;
+	out->state = P.state;
+	out->nvram_path = P.conf.nvram ? P.nvram_path : "";
+	if (P.log) {
+		struct nvlog_info info;
+		struct nvlog_stats s;
+		nvlog_info(P.log, &info);
+		nvlog_stats(P.log, &s);
+		out->nvram_kind = info.kind_name;
+		out->nvram_size = info.size;
+		out->used_bytes = s.used_bytes;
+		out->area_bytes = s.area_bytes;
+		out->oldest_age_ns = s.oldest_age_ns;
+		out->appends = s.appends;
+		out->append_bytes = s.append_bytes;
+		out->persists = s.persists;
+		out->persist_errors = s.persist_errors;
+		memcpy(out->batch_hist, s.batch_hist, sizeof(out->batch_hist));
+		out->full_waits = s.full_waits;
+		out->full_timeouts = s.full_timeouts;
+	} else {
+		out->nvram_kind = "none";
+	}
+	out->jukebox = LD(jukebox);
+	out->destage_runs = LD(destage_runs);
+	out->destage_errors = LD(destage_errors);
+	out->destage_ns_total = LD(destage_ns_total);
+	out->destage_ns_last = LD(destage_ns_last);
+	out->destage_bytes = LD(destage_bytes);
+	out->commits_avoided = LD(commits_avoided);
+	out->log_fallbacks = LD(log_fallbacks);
+	out->wait_ns_total = LD(wait_ns_total);
+	out->recovery_records = LD(rec_records);
+	out->recovery_bytes = LD(rec_bytes);
+	out->recovery_ns = LD(rec_ns);
+	out->recovery_redirects = LD(rec_redirects);
+	out->recovery_errors = LD(rec_errors);
+	out->recovery_replayed = P.rec_replayed;
+	out->held = P.held;
+}
+
+void presto_reset_stats(void)
+{
+	if (P.log)
+		nvlog_stats_reset(P.log);
+	__atomic_store_n(&P.jukebox, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.destage_runs, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.destage_errors, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.destage_ns_total, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.destage_bytes, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.commits_avoided, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.log_fallbacks, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.wait_ns_total, 0, __ATOMIC_RELAXED);
+}

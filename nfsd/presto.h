@@ -1,0 +1,150 @@
+/*
+ * presto.h -- Presto acceleration: the NVRAM log in front of the backing
+ * filesystem (design.md "How a modifying request flows").
+ *
+ * With presto on for an export, a modifying procedure
+ *   1. locks the stripes of every object it touches (presto_begin), after
+ *      waiting, bounded, for room in the log (else NFS3ERR_JUKEBOX);
+ *   2. applies itself to the backing filesystem without any fsync;
+ *   3. describes itself in a log record (presto_set_record: operation,
+ *      arguments, outcome such as the new object's kernel handle);
+ * then dispatch encodes the reply, appends the record together with the
+ * reply and its DRC key (presto_commit: the append happens under the same
+ * stripe locks as the apply, so for any two operations on a common object
+ * log order equals apply order), unlocks, waits for the group commit
+ * (presto_wait) and only then sends the reply.
+ *
+ * The destager thread makes the backing filesystems durable (syncfs) and
+ * trims the log up to the LSN that is now durable elsewhere. At start-up,
+ * presto_open replays live records when the machine may have lost unsynced
+ * writes (boot id changed, or --replay=always), rebuilds the duplicate
+ * request cache from them, makes everything durable and trims, before any
+ * client is served.
+ */
+#ifndef PRESTO_PRESTO_H
+#define PRESTO_PRESTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nfsd/drc.h"
+#include "plog.h"
+
+struct xexport;
+struct xtab;
+
+enum presto_replay { PRESTO_REPLAY_AUTO, PRESTO_REPLAY_ALWAYS };
+
+struct presto_conf {
+	const char *nvram;		/* log path; NULL: no log, every export presto off */
+	size_t nvram_size;		/* format size at first use */
+	enum presto_replay replay;
+	bool no_destage;		/* hold the destager (until released or full) */
+	unsigned destage_age_ms;	/* oldest record age that triggers destage (5000) */
+	unsigned high_water_pct;	/* occupancy that triggers destage (50) */
+	unsigned full_wait_ms;		/* bound on waiting for log space (JUKEBOX after) */
+	const char *state_dir;
+};
+
+/* Maximum objects one operation locks (RENAME: two directories, source,
+ * target). */
+#define PRESTO_MAX_OBJS 4
+
+/* presto_txn -- one modifying call's passage through the log. Lives in the
+ * call; zero-initialised means "not logged". The operation's strings and
+ * kernel handles point into the txn's own storage; WRITE data points into
+ * the call's decoded arguments, which outlive presto_commit. */
+struct presto_txn {
+	bool active;			/* stripes locked */
+	bool has_op;			/* the filesystem changed: a record is due */
+	bool logged;			/* appended: wait for lsn before replying */
+	unsigned nstripes;
+	unsigned stripes[PRESTO_MAX_OBJS];
+	plog_op op;
+	char names[2][PLOG_NAME_MAX + 1];
+	char khs[PRESTO_MAX_OBJS][PLOG_KH_MAX];
+	char *target;			/* symlink target (owned) */
+	uint64_t lsn;
+};
+
+/* presto_open -- open (format at first use) the log, recover, start the
+ * destager. xt: the exports in force (for replay). Returns 0 or -errno with
+ * a message logged. */
+int presto_open(const struct presto_conf *pc, struct xtab *xt);
+/* presto_close -- flush everything (destage), mark the log clean, close. */
+void presto_close(void);
+/* presto_enabled -- whether modifications in export xe go through the log
+ * (the log is open, the export's option and the run-time switch agree). */
+bool presto_enabled(const struct xexport *xe, bool export_opt);
+/* presto_set_export -- the run-time switch for export id (on: true). Turning
+ * it off flushes the log first. Returns 0 or -errno. */
+int presto_set_export(uint32_t export_id, bool on);
+/* presto_write_verf -- the write verifier: the log's boot epoch (or a random
+ * value per start without a log). */
+void presto_write_verf(uint8_t out[8]);
+
+/* presto_begin -- lock the stripes of the objects (dev, ino) and make sure
+ * the log has room for about est_bytes. Returns 0, or -EAGAIN when the log
+ * stayed full past the bound (the caller answers NFS3ERR_JUKEBOX without
+ * applying anything). */
+int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, unsigned n,
+		 size_t est_bytes);
+/* presto_kh -- fill *dst with kernel handle kh, stored in t's slot. */
+struct fh_kernel;
+void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct fh_kernel *kh);
+/* presto_name -- a NUL-terminated copy of name in t's name slot. */
+char *presto_name(struct presto_txn *t, unsigned slot, const char *name);
+/* presto_commit -- append t's record with the reply and its DRC key, then
+ * unlock. Returns 0, or -errno when the record could not be appended: the
+ * caller must then make the operation durable itself (presto_sync_all). */
+int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t *reply,
+		  size_t reply_len);
+/* presto_abort -- unlock without a record (nothing was changed). */
+void presto_abort(struct presto_txn *t);
+/* presto_wait -- wait until t's record is durable. Returns 0 or -EIO. */
+int presto_wait(struct presto_txn *t);
+/* presto_sync_all -- syncfs every exported filesystem (the fallback when a
+ * record cannot be logged). Returns 0 or -errno. */
+int presto_sync_all(void);
+
+/* presto_flush -- destage now and wait until the log is empty up to what
+ * was appended when called. Returns 0 or -errno. */
+int presto_flush(void);
+/* presto_hold -- hold (true) or release the destager. */
+void presto_hold(bool hold);
+
+/* presto_redirect -- the kernel handle an old handle now stands for, when
+ * replay had to re-create its object. Returns 0 and fills new_kh, or
+ * -ENOENT. */
+int presto_redirect(uint32_t export_id, const struct fh_kernel *old_kh, struct fh_kernel *new_kh);
+
+/* Statistics of the log, the destager and recovery, for the CLI and the
+ * admin daemon. */
+struct presto_stats {
+	bool log_open;
+	const char *state;		/* "UP", "DOWN", "RECOVERING", "ERROR" */
+	const char *nvram_path;
+	const char *nvram_kind;		/* "pmem", "emulated", "msync" */
+	uint64_t nvram_size;
+	uint64_t used_bytes, area_bytes;
+	uint64_t oldest_age_ns;
+	uint64_t appends, append_bytes, persists, persist_errors;
+	uint64_t batch_hist[12];
+	uint64_t full_waits, full_timeouts, jukebox;
+	uint64_t destage_runs, destage_errors, destage_ns_total, destage_ns_last;
+	uint64_t destage_bytes;		/* log bytes trimmed after a destage */
+	uint64_t commits_avoided;	/* UNSTABLE writes answered FILE_SYNC, COMMITs answered at once */
+	uint64_t log_fallbacks;		/* records that could not be appended (synced instead) */
+	uint64_t recovery_records, recovery_bytes, recovery_ns, recovery_redirects;
+	uint64_t recovery_errors;
+	bool recovery_replayed;
+	bool held;
+	uint64_t wait_ns_total;		/* time calls spent waiting for persists */
+};
+void presto_get_stats(struct presto_stats *out);
+void presto_reset_stats(void);
+void presto_count_commit_avoided(void);
+
+#endif
