@@ -52,8 +52,17 @@ tmp=""
 server_pid=""
 qemu_pid=""
 rpcbind_pid=""
-cleanup() {
+# stop_qemu: qemu_pid is timeout's; qemu writes its own pid to qemu.pid
+stop_qemu() {
+	if [ -n "$tmp" ] && [ -s "$tmp/qemu.pid" ]; then
+		p=$(cat "$tmp/qemu.pid")
+		# only while that pid is still our qemu (its command line has $tmp)
+		grep -q "$tmp" "/proc/$p/cmdline" 2>/dev/null && kill -9 "$p" 2>/dev/null
+	fi
 	[ -n "$qemu_pid" ] && kill -9 "$qemu_pid" 2>/dev/null
+}
+cleanup() {
+	stop_qemu
 	if [ -n "$server_pid" ]; then
 		kill -TERM "$server_pid" 2>/dev/null
 		i=0
@@ -74,7 +83,7 @@ trap 'cleanup; exit 1' INT TERM HUP
 
 # --- the guest --------------------------------------------------------------
 say "building the guest (cached in ${PRESTO_KERNEL_BUILD:-tests/kernel/build})"
-build=$(sh "$here/build-guest.sh" | tail -1)
+build=$(timeout -k 5 $((limit / 2)) sh "$here/build-guest.sh" | tail -1)
 [ -n "$build" ] && [ -s "$build/kernel/vmlinuz" ] && [ -s "$build/initrd.img" ] ||
 	fail "guest build failed (see the build-guest lines above)"
 say "guest kernel: $(cat "$build/kernel/VERSION")"
@@ -216,6 +225,7 @@ qlimit=$(($(left) - 5))
 append="console=ttyS0 quiet panic=-1 nfsport=$nfsport mntport=$mntport export=$export_dir mode=$mode"
 say "booting the guest (accel $accel, bound ${qlimit} s)"
 timeout -k 5 "$qlimit" qemu-system-x86_64 $accel_args -m 1024 -nographic -no-reboot \
+	-pidfile "$tmp/qemu.pid" \
 	-kernel "$build/kernel/vmlinuz" -initrd "$build/initrd.img" -append "$append" \
 	-netdev user,id=n0,ipv6=off -device virtio-net-pci,netdev=n0 \
 	</dev/null >"$console" 2>&1 &
@@ -236,13 +246,14 @@ while kill -0 "$qemu_pid" 2>/dev/null; do
 		say "FAIL: the server exited (status $?) while the guest was running"
 		server_pid=""
 		sleep 2
-		kill -9 "$qemu_pid" 2>/dev/null
+		stop_qemu
 		break
 	fi
 	sleep 0.5
 done
-wait "$qemu_pid"
+wait "$qemu_pid" 2>/dev/null
 qrc=$?
+stop_qemu
 qemu_pid=""
 elapsed=$(($(date +%s) - t_start))
 
