@@ -73,6 +73,7 @@ struct nvlog {
 	uint64_t salt;
 	uint32_t epoch32;
 	bool was_clean, boot_id_changed;
+	uint8_t prev_boot_id[16];
 	struct nvlog_scan_report open_scan;
 
 	pthread_mutex_t sb_lock;
@@ -243,6 +244,8 @@ static int nvlog_sb_write(struct nvlog *log, struct nvlog_sb *nsb)
  * nvlog_seal_head -- write and persist a zero header at the head, so that a
  * scan ending there reports an orderly END rather than the stale bytes of an
  * earlier lap (which it would report as TORN). Only free space is written.
+ * Done at a clean close only: at open, the bytes at the head may be a torn
+ * record that `presto-log dump` should still be able to show.
  * Returns 0 or -errno.
  */
 static int nvlog_seal_head(struct nvlog *log)
@@ -326,7 +329,14 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 	base = pmem_map_file(path, 0, 0, 0, &mlen, &is_pmem);
 	if (base) {
 		struct nvlog_sb sb;
-		if (nvlog_sb_pick(base, mlen, &sb, NULL) == 0 && !(flags & NVLOG_O_FORCE)) {
+		static const uint8_t zero[NVLOG_AREA_OFF];
+		bool is_log = nvlog_sb_pick(base, mlen, &sb, NULL) == 0;
+		if (!is_log && !(flags & NVLOG_O_FORCE) && mlen >= NVLOG_AREA_OFF &&
+		    memcmp(base, zero, NVLOG_AREA_OFF) != 0) {
+			pmem_unmap(base, mlen); /* not a log, and not blank: not ours to erase */
+			return -EEXIST;
+		}
+		if (is_log && !(flags & NVLOG_O_FORCE)) {
 			struct nvlog_view v = { .base = base, .map_len = mlen, .sb = sb };
 			struct nvlog_walk_end w;
 			uint64_t n = 0;
@@ -458,14 +468,13 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	struct nvlog_sb nsb = log->sb;
 	log->was_clean = nsb.clean != 0;
 	log->boot_id_changed = memcmp(nsb.boot_id, bid, 16) != 0;
+	memcpy(log->prev_boot_id, nsb.boot_id, 16);
 	nsb.boot_epoch++;
 	nsb.clean = 0;
 	memcpy(nsb.boot_id, bid, 16);
 	if ((rc = nvlog_sb_write(log, &nsb)))
 		goto fail;
 	log->epoch32 = (uint32_t)log->sb.boot_epoch;
-	if (!log->read_only && (rc = nvlog_seal_head(log)))
-		goto fail;
 
 	pthread_mutex_init(&log->sb_lock, NULL);
 	pthread_mutex_init(&log->lock, NULL);
@@ -880,6 +889,8 @@ int nvlog_info(struct nvlog *log, struct nvlog_info *out)
 	out->size = log->sb.size;
 	pthread_mutex_unlock(&log->sb_lock);
 	out->area_size = log->L;
+	memcpy(out->boot_id, log->sb.boot_id, 16);
+	memcpy(out->prev_boot_id, log->prev_boot_id, 16);
 	out->was_clean = log->was_clean;
 	out->boot_id_changed = log->boot_id_changed;
 	out->kind = log->kind;

@@ -13,13 +13,15 @@
  *   -EROFS     the log was found CORRUPT at open: it is read-only until
  *              nvlog_reset()
  *   -EUCLEAN   the file is not a presto log (no valid superblock slot)
- *   -EEXIST    nvlog_format() on a log with live records without
- *              NVLOG_O_FORCE
+ *   -EEXIST    nvlog_format() without NVLOG_O_FORCE on a log with live
+ *              records, or on a non-blank file that is not a log
  *
  * Threads: nvlog_append*, nvlog_wait, nvlog_durable_lsn, nvlog_trim,
  * nvlog_info and nvlog_stats may be called from any number of threads at
- * once. nvlog_scan may run concurrently too (it reads only durable records).
- * nvlog_close and nvlog_reset must not race with anything else.
+ * once. nvlog_scan may run concurrently with appends (it reads only durable
+ * records); run concurrently with nvlog_trim it may end early (TORN) where a
+ * trimmed record is being reused. nvlog_close and nvlog_reset must not race
+ * with anything else.
  */
 #ifndef PRESTO_NVLOG_H
 #define PRESTO_NVLOG_H
@@ -49,7 +51,7 @@ struct nvlog_persist_ops {
 	void *ctx;
 };
 
-#define NVLOG_O_FORCE 0x1u /* nvlog_format: reformat even with live records */
+#define NVLOG_O_FORCE 0x1u /* nvlog_format: reformat even live records or a non-log file */
 #define NVLOG_O_NO_PREFAULT 0x2u /* nvlog_open: do not pre-fault the mapping */
 
 struct nvlog_opts {
@@ -90,6 +92,8 @@ struct nvlog_info {
 	uint64_t area_size;      /* bytes of its record area */
 	bool was_clean;          /* the previous close was clean */
 	bool boot_id_changed;    /* the machine rebooted since the previous open */
+	uint8_t boot_id[16];     /* this boot's /proc/sys/kernel/random/boot_id */
+	uint8_t prev_boot_id[16];/* the one recorded by the previous open (zero: none) */
 	bool read_only;          /* found CORRUPT at open (see open_scan) */
 	enum nvlog_kind kind;
 	const char *kind_name;   /* "pmem", "emulated", "msync" or ops->name */
@@ -161,8 +165,9 @@ int nvlog_info(struct nvlog *log, struct nvlog_info *out);
 size_t nvlog_max_payload(struct nvlog *log);
 
 /*
- * nvlog_append -- append one record (payload gathered from iov) and wait
- * until it and every earlier record are durable (group commit).
+ * nvlog_append -- append one record (payload gathered from iov, which must
+ * not change during the call: its CRC is computed from it) and wait until it
+ * and every earlier record are durable (group commit).
  * Returns 0 and *lsn, or -EINVAL, -EAGAIN, -EIO, -EROFS.
  */
 int nvlog_append(struct nvlog *log, uint16_t type, const struct iovec *iov, int iovcnt, uint64_t *lsn);

@@ -95,6 +95,9 @@
  *   been consumed. Then classify the end:
  *     - END: the header bytes there are all zero, or hold a valid-CRC record
  *       with a smaller LSN (stale bytes of an earlier lap): an orderly end.
+ *       A clean close writes a zero header at the head (the seal) for this.
+ *       After an unclean stop, stale mid-record bytes of an earlier lap at
+ *       the head look like a torn record and are reported as TORN.
  *     - TORN: anything else; a crash mid-append. The partial record was
  *       never acknowledged (acknowledgement waits for every earlier record to
  *       be durable), so it is dropped, and so is everything after it.

@@ -173,6 +173,7 @@ static void test_reopen_clean(void **state)
 	nvlog_info(log, &in);
 	assert_true(in.was_clean);
 	assert_false(in.boot_id_changed);
+	assert_memory_equal(in.boot_id, in.prev_boot_id, 16);
 	assert_int_equal(in.epoch, 2);
 	assert_int_equal(in.head_lsn, 100);
 	assert_int_equal(in.open_scan.end, NVLOG_SCAN_CLEAN);
@@ -230,6 +231,10 @@ static void test_format_refuses_live(void **state)
 	assert_int_equal(ftruncate(fd, SMALL), 0);
 	close(fd);
 	assert_int_equal(nvlog_open(p, NULL, &log), -EUCLEAN);
+	/* a file that is neither a log nor blank is not format's to erase */
+	file_rw(p, 100, "data", 4, true);
+	assert_int_equal(nvlog_format(p, SMALL, NULL), -EEXIST);
+	assert_int_equal(nvlog_format(p, SMALL, &o), 0);
 }
 
 /* wrap-around across many laps, with pads and implicit wraps; reopen often */
