@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -271,6 +272,16 @@ int main(int argc, char **argv)
 		log_warn("daemon");
 		return 1;
 	}
+	/* Signals go to the event loop's signalfd only: block them before the
+	 * first thread (the destager) starts, so that every thread inherits
+	 * the mask (rpc_init blocks the same set again). */
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	if ((rc = presto_open(&pc, xt)) < 0)
 		return 1;
 	if ((rc = rpc_init(conf.threads, dispatch)) < 0) {
