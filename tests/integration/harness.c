@@ -246,18 +246,13 @@ static int it_null_ok(int port, uint32_t prog, uint32_t vers)
 	return rep.reply_stat == 0 && rep.accept_stat == 0;
 }
 
-static int it_start_ganesha(struct it_server *s, const struct it_export *ex, int n)
+static int it_launch_ganesha(struct it_server *s)
 {
 	char conf[256], pidf[256];
 	long long deadline;
 
-	/* two port sets alternate so that a restart never waits for the old one */
-	s->nfs_port = 20060 + 4 * (it_ganesha_round++ % 2);
-	s->mount_port = s->nfs_port + 1;
 	snprintf(conf, sizeof(conf), "%s/ganesha.conf", s->dir);
 	snprintf(pidf, sizeof(pidf), "%s/ganesha.pid", s->dir);
-	if (it_write_ganesha_conf(s, ex, n, conf) < 0)
-		return -1;
 	s->pid = fork();
 	if (s->pid < 0)
 		return -1;
@@ -281,6 +276,19 @@ static int it_start_ganesha(struct it_server *s, const struct it_export *ex, int
 	return -1;
 }
 
+static int it_start_ganesha(struct it_server *s, const struct it_export *ex, int n)
+{
+	char conf[256];
+
+	/* two port sets alternate so that a new server never waits for the old one */
+	s->nfs_port = 20060 + 4 * (it_ganesha_round++ % 2);
+	s->mount_port = s->nfs_port + 1;
+	snprintf(conf, sizeof(conf), "%s/ganesha.conf", s->dir);
+	if (it_write_ganesha_conf(s, ex, n, conf) < 0)
+		return -1;
+	return it_launch_ganesha(s);
+}
+
 static int it_start_presto(struct it_server *s, int flags)
 {
 	const char *bin = getenv("PRESTO_BIN");
@@ -293,7 +301,7 @@ static int it_start_presto(struct it_server *s, int flags)
 	snprintf(state, sizeof(state), "%s/state", s->dir);
 	if (pipe2(out, O_CLOEXEC) < 0)
 		return -1;
-	logfd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	logfd = open(s->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (logfd < 0)
 		return -1;
 	s->pid = fork();
@@ -378,6 +386,7 @@ int it_server_startv(struct it_server *s, const struct it_export *ex, int n, int
 	if (it_write_exports(s, ex, n) < 0)
 		return -1;
 	it_register(s);
+	s->flags = flags;
 	rc = s->ganesha ? it_start_ganesha(s, ex, n) : it_start_presto(s, flags);
 	if (rc < 0) {
 		fprintf(stderr, "integration: the server did not start\n");
@@ -419,7 +428,9 @@ int it_server_reload(struct it_server *s, const struct it_export *ex, int n)
 	return kill(s->pid, SIGHUP);
 }
 
-int it_server_stop(struct it_server *s)
+/* it_server_halt -- SIG, wait for the exit (SIGKILL after 10 s); the temp
+ * dir stays; 0 when the exit was clean (SIGTERM: status 0) */
+static int it_server_halt(struct it_server *s, int sig)
 {
 	int rc = 0, st = 0;
 
@@ -427,7 +438,7 @@ int it_server_stop(struct it_server *s)
 		long long deadline = it_now_ms() + 10000;
 		pid_t w = 0;
 
-		kill(s->pid, SIGTERM);
+		kill(s->pid, sig);
 		while (it_now_ms() < deadline && (w = waitpid(s->pid, &st, WNOHANG)) == 0)
 			usleep(20 * 1000);
 		if (w != s->pid) {
@@ -435,7 +446,7 @@ int it_server_stop(struct it_server *s)
 			kill(s->pid, SIGKILL);
 			waitpid(s->pid, &st, 0);
 			rc = -1;
-		} else if (!s->ganesha && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+		} else if (sig == SIGTERM && !s->ganesha && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
 			/* Ganesha's exit status on SIGTERM is not our business */
 			fprintf(stderr, "integration: the server's status after SIGTERM is 0x%x, not exit 0\n",
 				st);
@@ -450,6 +461,29 @@ int it_server_stop(struct it_server *s)
 		close(s->out_fd);
 		s->out_fd = -1;
 	}
+	return rc;
+}
+
+int it_server_restart(struct it_server *s, int sig)
+{
+	int rc = it_server_halt(s, sig);
+
+	if (s->ganesha) {
+		usleep(500 * 1000);	/* Ganesha rebinds the same ports */
+		if (it_launch_ganesha(s) < 0)
+			rc = -1;
+	} else if (it_start_presto(s, s->flags) < 0) {
+		rc = -1;
+	}
+	if (rc < 0)
+		it_print_log(s, 40);
+	return rc;
+}
+
+int it_server_stop(struct it_server *s)
+{
+	int rc = it_server_halt(s, SIGTERM);
+
 	if (s->dir[0] && !getenv("PRESTO_IT_KEEP"))
 		it_rm_rf(s->dir);
 	s->dir[0] = '\0';

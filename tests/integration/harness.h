@@ -43,6 +43,7 @@ struct it_server {
 	int mount_port;
 	int out_fd;			/* read end of the server's stdout */
 	int exit_status;		/* wait status after it_server_stop */
+	int flags;			/* it_server_startv flags */
 	char dir[128];			/* temporary directory */
 	char export[192];		/* first exported directory */
 	char exports_file[192];
@@ -123,6 +124,10 @@ int it_server_startv(struct it_server *s, const struct it_export *ex, int n, int
 /* it_server_stop -- SIGTERM, wait (SIGKILL after 10 s), remove the temp dir;
  * 0 when the server exited with status 0 on SIGTERM, -1 otherwise */
 int it_server_stop(struct it_server *s);
+/* it_server_restart -- stop with SIG (SIGTERM: must exit 0; SIGKILL: a
+ * crash) and start again on the same directory, exports and state (new
+ * ports for presto); 0 or -1 */
+int it_server_restart(struct it_server *s, int sig);
 /* it_server_reload -- rewrite the exports file and send SIGHUP (presto) */
 int it_server_reload(struct it_server *s, const struct it_export *ex, int n);
 /* it_server_running -- the server process has not exited */
