@@ -192,8 +192,17 @@ int nvlog_walk(const struct nvlog_view *v, uint64_t max_lsn,
 			continue;
 		}
 		why = nvlog_rec_valid(v, area, pos, n, e, limit);
+		if (why && off != 0 && !nvlog_rec_valid(v, area, pos + rem, n, e, limit) &&
+		    ((const struct nvlog_rec_hdr *)area)->type != NVLOG_TYPE_PAD) {
+			/* a damaged pad: record n is whole at the start of the area,
+			 * where only a wrap can have put it (section 5) */
+			pos += rem;
+			why = NULL;
+		}
 		if (why)
 			break;
+		off = pos % L;
+		rem = L - off;
 		const struct nvlog_rec_hdr *h = (const void *)(area + off);
 		e = h->epoch;
 		if (h->type == NVLOG_TYPE_PAD) {

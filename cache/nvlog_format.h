@@ -80,6 +80,8 @@
  *     - type is a user type, or NVLOG_TYPE_PAD with len == the rest of the
  *       area minus the header; flags == 0;
  *     - the CRC matches (the salt is in it).
+ *   A damaged pad is stepped over when the expected record n validates at
+ *   offset 0 of the next lap: only a wrap can have put record n there.
  *   Why stale bytes never validate: a record left from an earlier lap has a
  *   smaller LSN than any the scan can expect at its place; a record from an
  *   earlier format (or before nvlog_reset) has another salt; a record written

@@ -353,6 +353,43 @@ static void test_torn_head(void **state)
 	}
 }
 
+/* a damaged pad is stepped over: the record after it is whole at offset 0 */
+static void test_damaged_pad(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "pad");
+	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
+	struct nvlog *log = open_log(p);
+	uint8_t buf[960] = { 0 }; /* 1000 bytes on media: 65536 % 1000 leaves a pad */
+	struct iovec iov = { buf, sizeof(buf) };
+	uint64_t lsn;
+	for (int i = 0; i < 90; i++) {
+		assert_int_equal(nvlog_append(log, 4, &iov, 1, &lsn), 0);
+		if (i == 40)
+			assert_int_equal(nvlog_trim(log, 30), 0);
+	}
+	nvlog_close(log, true);
+	struct seen *s = records_of(p);
+	assert_int_equal(s->n, 60);
+	uint64_t pad = 0;
+	for (uint64_t i = 0; i + 1 < s->n; i++)
+		if (s->off[i + 1] < s->off[i])
+			pad = s->off[i] + NVLOG_REC_SIZE(s->len[i]);
+	free(s);
+	assert_true(pad > 0 && pad + NVLOG_HDR_SIZE <= SMALL);
+	flip_byte(p, pad + 20);
+	log = open_log(p);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_int_equal(in.open_scan.records, 60);
+	assert_int_equal(in.open_scan.end, NVLOG_SCAN_CLEAN);
+	assert_int_equal(nvlog_trim(log, 80), 0); /* trim walks over it too */
+	nvlog_info(log, &in);
+	assert_int_equal(in.tail_lsn, 81);
+	nvlog_close(log, true);
+}
+
 /* a bad record in the middle, followed by valid ones, is corruption */
 static void test_corrupt_middle(void **state)
 {
@@ -814,6 +851,7 @@ int main(void)
 		cmocka_unit_test(test_format_refuses_live),
 		cmocka_unit_test(test_wrap_many_laps),
 		cmocka_unit_test(test_torn_head),
+		cmocka_unit_test(test_damaged_pad),
 		cmocka_unit_test(test_corrupt_middle),
 		cmocka_unit_test(test_stale_never_validates),
 		cmocka_unit_test(test_stale_epoch),
