@@ -41,10 +41,12 @@ export PRESTO_TOP="$top" PRESTO_BIN PRESTO_TESTBIN PRESTO_RESULTS
 # Server configurations, one a line: label|kind|export options|daemon flags.
 # kind is presto (presto-nfsd; the options go into its knfsd-style exports
 # line, the flags onto its command line) or ganesha (tests/bench/ganesha.sh;
-# options and flags unused). Add a row to compare one more configuration; for
-# issue 4's columns, something like (the option names are presto-nfsd's):
-#   presto-on|presto|rw,insecure,no_root_squash|
-#   presto-off|presto|rw,insecure,no_root_squash,presto=off|
+# options and flags unused). In the flags, @DIR@ stands for the server's own
+# work directory (on the disk) and @SHM@ for a directory of this run under
+# /dev/shm (battery-backed RAM emulation), both removed at the end. Add a row
+# to compare one more configuration; for issue 4's columns, e.g.
+#   presto-on|presto|rw,insecure,no_root_squash|--nvram @SHM@/nvlog --nvram-size 256M
+#   presto-off|presto|rw,insecure,no_root_squash,nopresto|
 #   async|presto|rw,insecure,no_root_squash,async|
 #   ganesha|ganesha||
 # and TESTS rows "write 1 1", "write 4 8", "create 1 1", "create 4 8".
@@ -104,6 +106,7 @@ servers_file="$work/servers.jsonl"
 : >"$raw"
 : >"$servers_file"
 
+shm=""
 running="$work/running"	# label|kind|nfs port|mount port|export|pid or dir
 : >"$running"
 
@@ -132,6 +135,7 @@ stop_servers() {
 cleanup() {
 	stop_servers
 	rm -rf "$work"
+	[ -z "$shm" ] || rm -rf "$shm"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -154,6 +158,15 @@ start_presto() {
 	d=$1 opts=$2 flags=$3
 	mkdir -p "$d/export" "$d/state"
 	printf '%s 127.0.0.1(%s)\n' "$d/export" "$opts" >"$d/exports"
+	case "$flags" in
+	*@SHM@*)
+		[ -n "$shm" ] || shm=$(mktemp -d /dev/shm/presto-bench.XXXXXX) || {
+			start_error="cannot make a directory in /dev/shm"
+			return 1
+		}
+		;;
+	esac
+	flags=$(printf '%s' "$flags" | sed -e "s|@DIR@|$d|g" -e "s|@SHM@|$shm|g")
 	if [ ! -x "$PRESTO_BIN/presto-nfsd" ]; then
 		start_error="$PRESTO_BIN/presto-nfsd not built"
 		return 1
