@@ -8,6 +8,8 @@
 #include "nfsd/nfsd.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,11 +82,42 @@ static void mnt_null(struct call *c, void *a, void *r)
 	(void)r;
 }
 
-/* mnt_lookup -- the export at path for this client, or the status why not. */
-static mountstat3 mnt_lookup(struct call *c, const char *path, const struct xexport **out)
+/* export_under -- the export whose path is path or the longest one that
+ * contains it; *rest gets the remainder ("" or "a/b"). */
+static const struct xexport *export_under(const struct xtab *xt, const char *path, const char **rest)
+{
+	const struct xexport *best = NULL;
+	size_t best_len = 0;
+
+	for (size_t i = 0; i < xt->n; i++) {
+		const char *ep = xt->v[i].e->path;
+		size_t n = strlen(ep);
+		if (strcmp(ep, "/") == 0)
+			n = 0;	/* "/" contains everything */
+		if (strncmp(path, ep, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+			continue;
+		if (!best || n >= best_len) {
+			best = &xt->v[i];
+			best_len = n;
+		}
+	}
+	if (best) {
+		*rest = path + best_len;
+		while (**rest == '/')
+			(*rest)++;
+	}
+	return best;
+}
+
+/* mnt_lookup -- the handle of path for this client: an export root, or a
+ * directory below one (as knfsd's mountd allows), reached one component
+ * at a time without following symlinks and never through "..". */
+static mountstat3 mnt_lookup(struct call *c, const char *path, const struct xexport **out,
+			     struct fh *fh)
 {
 	const struct sockaddr *peer = (const struct sockaddr *)&c->req->peer;
-	const struct xexport *xe = xtab_by_path(c->xt, path);
+	const char *rest;
+	const struct xexport *xe = export_under(c->xt, path, &rest);
 
 	if (!xe)
 		return MNT3ERR_NOENT;
@@ -94,7 +127,46 @@ static mountstat3 mnt_lookup(struct call *c, const char *path, const struct xexp
 	if (!exports_port_ok(&cl->opts, peer))
 		return MNT3ERR_PERM;
 	*out = xe;
-	return MNT3_OK;
+	if (!*rest) {
+		*fh = xe->root_fh;
+		return MNT3_OK;
+	}
+	char comp[MNTPATHLEN + 1];
+	int fd = dup(xe->root_fd);
+	mountstat3 st = MNT3_OK;
+	if (fd < 0)
+		return MNT3ERR_SERVERFAULT;
+	while (*rest) {
+		size_t n = strcspn(rest, "/");
+		if (n > 255) {
+			st = MNT3ERR_NAMETOOLONG;
+			goto out;
+		}
+		memcpy(comp, rest, n);
+		comp[n] = '\0';
+		rest += n;
+		while (*rest == '/')
+			rest++;
+		if (!strcmp(comp, ".") || !strcmp(comp, "..")) {
+			st = MNT3ERR_INVAL;
+			goto out;
+		}
+		int nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		if (nfd < 0) {
+			st = errno == ENOENT ? MNT3ERR_NOENT : errno == ENOTDIR || errno == ELOOP ? MNT3ERR_NOTDIR
+										 : MNT3ERR_IO;
+			goto out;
+		}
+		close(fd);
+		fd = nfd;
+	}
+	struct fh_kernel kh;
+	int mid;
+	if (fh_of(fd, "", &kh, &mid) < 0 || mid != xe->mount_id || fh_make(xe->e->id, &kh, fh) < 0)
+		st = MNT3ERR_NOTSUPP;
+out:
+	close(fd);
+	return st;
 }
 
 static void mnt_mnt(struct call *c, void *a, void *r)
@@ -102,10 +174,11 @@ static void mnt_mnt(struct call *c, void *a, void *r)
 	dirpath *path = a;
 	mountres3 *res = r;
 	const struct xexport *xe;
+	struct fh fh;
 	char host[64];
 	static long tok;
 
-	res->fhs_status = mnt_lookup(c, *path, &xe);
+	res->fhs_status = mnt_lookup(c, *path, &xe, &fh);
 	peer_host(c, host, sizeof(host));
 	if (res->fhs_status != MNT3_OK) {
 		if (log_ratelimited(&tok))
@@ -113,7 +186,7 @@ static void mnt_mnt(struct call *c, void *a, void *r)
 		return;
 	}
 	mountres3_ok *ok = &res->mountres3_u.mountinfo;
-	ok->fhandle.fhandle3_val = malloc(xe->root_fh.len);
+	ok->fhandle.fhandle3_val = malloc(fh.len);
 	ok->auth_flavors.auth_flavors_val = malloc(2 * sizeof(int));
 	if (!ok->fhandle.fhandle3_val || !ok->auth_flavors.auth_flavors_val) {
 		res->fhs_status = MNT3ERR_SERVERFAULT;
@@ -122,12 +195,12 @@ static void mnt_mnt(struct call *c, void *a, void *r)
 		memset(ok, 0, sizeof(*ok));
 		return;
 	}
-	memcpy(ok->fhandle.fhandle3_val, xe->root_fh.data, xe->root_fh.len);
-	ok->fhandle.fhandle3_len = xe->root_fh.len;
+	memcpy(ok->fhandle.fhandle3_val, fh.data, fh.len);
+	ok->fhandle.fhandle3_len = fh.len;
 	ok->auth_flavors.auth_flavors_val[0] = AUTH_SYS;
 	ok->auth_flavors.auth_flavors_val[1] = AUTH_NONE;
 	ok->auth_flavors.auth_flavors_len = 2;
-	ml_add(host, xe->e->path);
+	ml_add(host, *path);
 	log_debug("MNT %s from %s", *path, host);
 }
 
@@ -138,7 +211,8 @@ static void mnt1_mnt(struct call *c, void *a, void *r)
 	dirpath *path = a;
 	fhstatus1 *res = r;
 	const struct xexport *xe;
-	mountstat3 st = mnt_lookup(c, *path, &xe);
+	struct fh fh;
+	mountstat3 st = mnt_lookup(c, *path, &xe, &fh);
 
 	res->fhs_status = st != MNT3_OK ? (unsigned)st : EOPNOTSUPP;
 }
