@@ -148,6 +148,19 @@ static void test_crc32c(void **state)
 	for (size_t a = 0; a < 9; a++)
 		assert_int_equal(crc32c(0, buf + a, sizeof(buf) - a), crc32c_sw(0, buf + a, sizeof(buf) - a));
 	assert_int_equal(crc32c(crc32c(0, buf, 100), buf + 100, 931), crc32c(0, buf, 1031));
+	/* long buffers take the 3-way interleaved path: every block size and tail */
+	uint8_t *big = malloc(70000);
+	uint64_t x = 88172645463325252ull;
+	for (size_t i = 0; i < 70000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		big[i] = (uint8_t)x;
+	}
+	size_t lens[] = { 767, 768, 769, 6143, 6144, 6145, 6144 + 768 + 7, 65536, 69990 };
+	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++)
+		for (size_t a = 0; a < 3; a++)
+			assert_int_equal(crc32c(0x12345678u, big + a, lens[k]),
+			    crc32c_sw(0x12345678u, big + a, lens[k]));
+	free(big);
 }
 
 /* reopen after a clean close: records, epoch, clean flag, boot id */
