@@ -331,9 +331,10 @@ static void show_status(json_t *st)
 	json_array_foreach(ex, i, e) {
 		bool acc = json_is_true(json_object_get(e, "presto"));
 		bool opt = json_is_true(json_object_get(e, "presto_option"));
+		bool ro = json_is_true(json_object_get(e, "read_only"));
 
 		printf("  %-*s  %s%s\n", (int)width, str(e, "path"), acc ? "on" : "off",
-		       !acc && !opt ? " (nopresto in the exports file)" : "");
+		       ro ? " (read-only)" : !acc && !opt ? " (nopresto in the exports file)" : "");
 	}
 }
 
@@ -378,6 +379,7 @@ static void show_stats(json_t *st)
 	KV("fallbacks to sync", "%14llu", (unsigned long long)num(lg, "fallbacks"));
 	KV("time waiting for persists", "%14.1f ms", real(lg, "wait_ms_total"));
 	KV("dirty bytes", "%14llu", (unsigned long long)num(lg, "dirty_bytes"));
+	KV("COMMITs avoided", "%14llu", (unsigned long long)num(st, "commits_avoided"));
 	printf("destager\n");
 	KV("runs", "%14llu", (unsigned long long)num(ds, "runs"));
 	KV("bytes destaged", "%14llu  (%s)", (unsigned long long)num(ds, "bytes"),
@@ -386,8 +388,6 @@ static void show_stats(json_t *st)
 	KV("checkpoint time, last", "%14.1f ms", real(ds, "last_ms"));
 	KV("checkpoint time, mean", "%14.1f ms", real(ds, "mean_ms"));
 	KV("checkpoint time, total", "%14.1f ms", real(ds, "total_ms"));
-	printf("COMMIT\n");
-	KV("COMMITs avoided", "%14llu", (unsigned long long)num(st, "commits_avoided"));
 	printf("recovery (at start-up)\n");
 	KV("replayed", "%14s", json_is_true(json_object_get(rc, "replayed")) ? "yes" : "no");
 	KV("records", "%14llu", (unsigned long long)num(rc, "records"));

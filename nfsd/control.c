@@ -155,12 +155,21 @@ static void set_ms(json_t *o, const char *k, uint64_t ns)
 	json_object_set_new(o, k, json_real((double)ns / 1e6));
 }
 
-/* export_presto_opt -- whether the exports file asks for presto on xe (the
- * option is per client: on if any client has it). */
+/* export_presto_opt -- whether the exports file asks for presto on xe. The
+ * option is per client and only matters where a client may write: on if
+ * any read-write client has it. */
 static bool export_presto_opt(const struct xexport *xe)
 {
 	for (size_t i = 0; i < xe->e->nclients; i++)
-		if (xe->e->clients[i].opts.presto)
+		if (xe->e->clients[i].opts.rw && xe->e->clients[i].opts.presto)
+			return true;
+	return false;
+}
+
+static bool export_writable(const struct xexport *xe)
+{
+	for (size_t i = 0; i < xe->e->nclients; i++)
+		if (xe->e->clients[i].opts.rw)
 			return true;
 	return false;
 }
@@ -174,6 +183,7 @@ static json_t *export_json(const struct xexport *xe, bool clients)
 	set_u64(o, "id", xe->e->id);
 	json_object_set_new(o, "presto", json_boolean(presto_enabled(xe, opt)));
 	json_object_set_new(o, "presto_option", json_boolean(opt));
+	json_object_set_new(o, "read_only", json_boolean(!export_writable(xe)));
 	if (clients) {
 		json_t *a = json_array();
 
@@ -395,7 +405,8 @@ static int set_presto(json_t *req, json_t *rep, char *err, size_t errlen, bool o
 				goto out;
 			}
 			if (on && !export_presto_opt(xe)) {
-				snprintf(err, errlen, "export %s has nopresto in the exports file", xe->e->path);
+				snprintf(err, errlen, "export %s has %s in the exports file", xe->e->path,
+					 export_writable(xe) ? "nopresto" : "no read-write client");
 				rc = -EPERM;
 				goto out;
 			}
