@@ -856,6 +856,46 @@ static void test_nowait_trim_stats(void **state)
 	nvlog_close(log, true);
 }
 
+/* bin/presto-log: format refuses live records, dump reads without changing */
+static void test_presto_log_tool(void **state)
+{
+	(void)state;
+	char tool[512], p[128], cmd[1024], out[128];
+	const char *bin = getenv("PRESTO_BIN");
+	snprintf(tool, sizeof(tool), "%s/presto-log", bin ? bin : "bin");
+	if (access(tool, X_OK) != 0) {
+		print_message("no %s: skipped\n", tool);
+		skip();
+	}
+	tpath(p, sizeof(p), "tool");
+	tpath(out, sizeof(out), "tool.json");
+	snprintf(cmd, sizeof(cmd), "'%s' format '%s' 1M >/dev/null", tool, p);
+	assert_int_equal(system(cmd), 0);
+	struct nvlog *log = open_log(p);
+	for (uint64_t k = 1; k <= 5; k++)
+		app(log, k);
+	nvlog_close(log, false);
+	snprintf(cmd, sizeof(cmd), "'%s' format '%s' 1M 2>/dev/null", tool, p);
+	assert_int_not_equal(system(cmd), 0); /* live records */
+	uint8_t sb_before[4096], sb_after[4096];
+	file_rw(p, 0, sb_before, sizeof(sb_before), false);
+	snprintf(cmd, sizeof(cmd), "'%s' dump --json '%s' > '%s'", tool, p, out);
+	assert_int_equal(system(cmd), 0);
+	file_rw(p, 0, sb_after, sizeof(sb_after), false);
+	assert_memory_equal(sb_before, sb_after, sizeof(sb_before)); /* read-only */
+	FILE *f = fopen(out, "r");
+	assert_non_null(f);
+	char buf[8192];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	assert_non_null(strstr(buf, "\"records\": 5"));
+	assert_non_null(strstr(buf, "\"lsn\": 5,"));
+	assert_non_null(strstr(buf, "\"state\": \"clean\""));
+	snprintf(cmd, sizeof(cmd), "'%s' format --force '%s' 1M >/dev/null", tool, p);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -873,6 +913,7 @@ int main(void)
 		cmocka_unit_test(test_group_commit_threads),
 		cmocka_unit_test(test_full_log),
 		cmocka_unit_test(test_nowait_trim_stats),
+		cmocka_unit_test(test_presto_log_tool),
 	};
 	return cmocka_run_group_tests_name("nvlog", tests, setup, teardown);
 }
