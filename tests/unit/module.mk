@@ -1,7 +1,13 @@
-# tests/unit/module.mk -- unit tests (cmocka) of the exports parser.
+# tests/unit/module.mk -- unit tests (cmocka), one program per module:
+# exports parser, file handles, duplicate request cache, statistics,
+# configuration, vfs (errno mapping, attributes, identity), rpc addresses.
 
-TEST_PROGS += $(T)/unit/test_exports
+UNIT_LINK = mkdir -p $(dir $@) && $(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LDLIBS)
+
+TEST_PROGS += $(T)/unit/test_exports $(T)/unit/test_fh
 
 $(T)/unit/test_exports: $(O)/tests/unit/test_exports.o $(O)/nfsd/exports.o
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LDLIBS)
+	$(UNIT_LINK)
+
+$(T)/unit/test_fh: $(O)/tests/unit/test_fh.o $(O)/nfsd/fh.o $(O)/nfsd/log.o
+	$(UNIT_LINK)
