@@ -550,7 +550,8 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 			}
 		}
 		size_t k = c->frag_left < n ? c->frag_left : n;
-		memcpy(c->rec + c->rec_len, p, k);
+		if (k)		/* an empty fragment may come before any buffer */
+			memcpy(c->rec + c->rec_len, p, k);
 		c->rec_len += k;
 		c->frag_left -= k;
 		p += k;
