@@ -4,10 +4,13 @@
 
 UNIT_LINK = mkdir -p $(dir $@) && $(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LDLIBS)
 
-TEST_PROGS += $(T)/unit/test_exports $(T)/unit/test_fh
+TEST_PROGS += $(T)/unit/test_exports $(T)/unit/test_fh $(T)/unit/test_drc
 
 $(T)/unit/test_exports: $(O)/tests/unit/test_exports.o $(O)/nfsd/exports.o
 	$(UNIT_LINK)
 
 $(T)/unit/test_fh: $(O)/tests/unit/test_fh.o $(O)/nfsd/fh.o $(O)/nfsd/log.o
+	$(UNIT_LINK)
+
+$(T)/unit/test_drc: $(O)/tests/unit/test_drc.o $(O)/nfsd/drc.o
 	$(UNIT_LINK)
