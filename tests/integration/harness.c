@@ -434,6 +434,9 @@ static int it_server_halt(struct it_server *s, int sig)
 {
 	int rc = 0, st = 0;
 
+	/* a server that died before we asked is a failure (it says so) */
+	if (s->pid > 0 && !it_server_running(s))
+		rc = -1;
 	if (s->pid > 0) {
 		long long deadline = it_now_ms() + 10000;
 		pid_t w = 0;

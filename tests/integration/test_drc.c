@@ -165,6 +165,32 @@ static void test_drc_exclusive_create(void **state)
 	assert_int_equal(it_create(rpc, &root, "excl", EXCLUSIVE, 0, "drcverf1", &r), NFS3_OK);
 }
 
+static void test_drc_setattr_guard(void **state)
+{
+	/* SETATTR with a ctime guard changes ctime: executed twice, the second
+	 * would fail with NOT_SYNC; retransmitted, it gets the first OK */
+	struct it_fh f;
+	SETATTR3args a;
+
+	(void)state;
+	assert_int_equal(it_create(rpc, &root, "guard", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_getattr(rpc, &f, &r), NFS3_OK);
+	memset(&a, 0, sizeof(a));
+	a.object = it_fh3(&f);
+	a.new_attributes.mode.set_it = 1;
+	a.new_attributes.mode.set_mode3_u.mode = 0600;
+	a.guard.check = 1;
+	a.guard.sattrguard3_u.obj_ctime = r.attr.ctime;
+	usleep(20 * 1000);	/* so that the new ctime differs */
+	rpc_set_next_xid(rpc, 0x75001);
+	assert_int_equal(it_nfs3(rpc, NFS3_SETATTR, &a, &r), NFS3_OK);
+	again(rpc, 0x75001);
+	assert_int_equal(it_nfs3(rpc, NFS3_SETATTR, &a, &r), NFS3_OK);
+	rpc_set_next_xid(rpc, 0x75002);
+	assert_int_equal(it_nfs3(rpc, NFS3_SETATTR, &a, &r), NFS3ERR_NOT_SYNC);
+}
+
 static void test_drc_other_procedure(void **state)
 {
 	/* the same xid with another procedure is a new request */
@@ -256,6 +282,7 @@ int main(void)
 		cmocka_unit_test(test_drc_link_symlink),
 		cmocka_unit_test(test_drc_mknod),
 		cmocka_unit_test(test_drc_exclusive_create),
+		cmocka_unit_test(test_drc_setattr_guard),
 		cmocka_unit_test(test_drc_other_procedure),
 		cmocka_unit_test(test_drc_other_client),
 		cmocka_unit_test(test_drc_idempotent_reexecuted),

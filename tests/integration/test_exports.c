@@ -174,6 +174,12 @@ static void test_root_squash_default(void **state)
 		}
 		owner_is("mine", 65534, 65534);
 	}
+	/* root_squash squashes gid 0 as well (knfsd: root's group is root) */
+	rpc_set_uid(rpc, 1000);
+	rpc_set_gid(rpc, 0);
+	assert_int_equal(it_create(rpc, &root, "gid0", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	owner_is("gid0", 1000, 65534);
+	rpc_set_uid(rpc, 0);
 	/* another user is not squashed */
 	u = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 	assert_non_null(u);

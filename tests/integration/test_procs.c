@@ -1077,9 +1077,12 @@ static void test_mount_protocol(void **state)
 	assert_int_equal(rpc_mount3_umnt_async(m, mount_null_cb, srv.export, done), 0);
 	assert_int_equal(it_wait(m, &done[1], IT_TIMEOUT_MS), 0);
 	assert_true(done[0]);
-	/* a path that is not exported */
+	/* a path that is not exported, relative or empty */
 	assert_int_not_equal(it_mnt(m, "/etc", &fh), MNT3_OK);
 	assert_int_not_equal(it_mnt(m, "/nonexistent/path", &fh), MNT3_OK);
+	assert_int_not_equal(it_mnt(m, "", &fh), MNT3_OK);
+	assert_int_not_equal(it_mnt(m, srv.export + 1, &fh), MNT3_OK);
+	assert_int_not_equal(it_mnt(m, "/", &fh), MNT3_OK);
 	it_rpc_close(m);
 }
 

@@ -438,6 +438,204 @@ static void test_mnt_outside(void **state)
 	it_rpc_close(m);
 }
 
+static void test_hostile_sources_and_targets(void **state)
+{
+	/* RENAME/REMOVE/RMDIR with "." and ".." as the *source*, and symlink
+	 * targets that do not fit */
+	static const char *bad[] = { "", ".", ".." };
+	static char target[8192];
+	struct it_fh d, sub;
+
+	(void)state;
+	assert_int_equal(it_mkdir(rpc, &root, "src", 0755, &r), NFS3_OK);
+	d = r.fh;
+	assert_int_equal(it_mkdir(rpc, &d, "sub", 0755, &r), NFS3_OK);
+	sub = r.fh;
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_not_equal(it_rename(rpc, &sub, bad[i], &d, "moved", &r), NFS3_OK);
+		assert_int_not_equal(it_rename(rpc, &root, bad[i], &d, "moved2", &r), NFS3_OK);
+	}
+	assert_int_not_equal(access(it_path(&srv, "src/moved"), F_OK), 0);
+	assert_int_not_equal(access(it_path(&srv, "src/moved2"), F_OK), 0);
+	assert_int_equal(access(it_path(&srv, "src/sub"), F_OK), 0);
+	/* RMDIR/REMOVE of ".." in sub must not remove src */
+	assert_int_not_equal(it_rmdir(rpc, &sub, "..", &r), NFS3_OK);
+	assert_int_equal(access(it_path(&srv, "src"), F_OK), 0);
+	/* the export root itself cannot be renamed or removed through ".." */
+	assert_int_not_equal(it_rmdir(rpc, &root, ".", &r), NFS3_OK);
+	assert_int_equal(access(srv.export, F_OK), 0);
+	/* a symlink target of 8191 bytes: NAMETOOLONG or another error, no crash */
+	memset(target, 't', sizeof(target) - 1);
+	assert_int_not_equal(it_symlink(rpc, &d, "toolong", target, &r), NFS3_OK);
+	assert_alive();
+}
+
+static void test_auth_none_is_anonymous(void **state)
+{
+	/* AUTH_NONE carries no identity: it is refused (AUTH_TOOWEAK) or acts
+	 * as the anonymous user, never as root, even on no_root_squash */
+	int st;
+	uint32_t auth = 0;
+	struct stat sb;
+
+	(void)state;
+	it_buf_reset(&call);
+	it_put_call(&call, 0x2101, 2, IT_NFS_PROG, 3, NFS3_CREATE, IT_AUTH_NONE, 0, 0);
+	it_put_fh(&call, &root);
+	it_put_string(&call, "by-auth-none");
+	it_put32(&call, UNCHECKED);
+	for (int i = 0; i < 6; i++)
+		it_put32(&call, 0);
+	st = it_raw_status(srv.nfs_port, NULL, 0, &call, &reply, &auth);
+	print_message("CREATE with AUTH_NONE: %d (auth_stat %u)\n", st, auth);
+	if (st == NFS3_OK) {
+		assert_int_equal(stat(it_path(&srv, "by-auth-none"), &sb), 0);
+		if (sb.st_uid == 0)
+			fail_msg("CREATE with AUTH_NONE made a file owned by root");
+	}
+	/* a root-only file cannot be read with AUTH_NONE */
+	assert_int_equal(it_write_file(it_path(&srv, "root-only"), "ROOT", 4, 0600), 0);
+	assert_int_equal(it_lookup(rpc, &root, "root-only", &r), NFS3_OK);
+	it_buf_reset(&call);
+	it_put_call(&call, 0x2102, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_NONE, 0, 0);
+	it_put_fh(&call, &r.fh);
+	it_put64(&call, 0);
+	it_put32(&call, 100);
+	st = it_raw_status(srv.nfs_port, NULL, 0, &call, &reply, NULL);
+	if (st == NFS3_OK)
+		fail_msg("READ of a 0600 root file with AUTH_NONE: NFS3_OK");
+	assert_alive();
+}
+
+static void test_offsets_overflow(void **state)
+{
+	/* offsets near 2^64: an error (FBIG/INVAL) or an empty read, no crash */
+	struct it_fh f;
+	int st;
+
+	(void)state;
+	assert_int_equal(it_create(rpc, &root, "ovf", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	st = it_write(rpc, &f, UINT64_MAX - 2, "abcdef", 6, FILE_SYNC, &r);
+	assert_int_not_equal(st, NFS3_OK);
+	st = it_write(rpc, &f, (uint64_t)1 << 63, "abcdef", 6, FILE_SYNC, &r);
+	assert_int_not_equal(st, NFS3_OK);
+	st = it_read(rpc, &f, UINT64_MAX - 2, 100, &r);
+	assert_true(st != NFS3_OK || r.count == 0);
+	{
+		SETATTR3args a;
+
+		memset(&a, 0, sizeof(a));
+		a.object = it_fh3(&f);
+		a.new_attributes.size.set_it = 1;
+		a.new_attributes.size.set_size3_u.size = UINT64_MAX;
+		assert_int_not_equal(it_nfs3(rpc, NFS3_SETATTR, &a, &r), NFS3_OK);
+	}
+	{
+		COMMIT3args c = { .file = it_fh3(&f), .offset = UINT64_MAX - 10, .count = 100 };
+
+		it_nfs3(rpc, NFS3_COMMIT, &c, &r);
+	}
+	assert_int_equal(it_getattr(rpc, &f, &r), NFS3_OK);
+	assert_true(r.attr.size < ((uint64_t)1 << 62));
+	assert_alive();
+}
+
+static void test_bogus_cookie(void **state)
+{
+	/* a cookie the server never gave: BAD_COOKIE, or OK; no crash */
+	READDIR3args a;
+	READDIRPLUS3args p;
+	int st;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.dir = it_fh3(&root);
+	a.cookie = 0xdeadbeefcafef00dull;
+	memcpy(a.cookieverf, "garbage!", 8);
+	a.count = 4096;
+	st = it_nfs3(rpc, NFS3_READDIR, &a, &r);
+	assert_true(st == NFS3_OK || st == NFS3ERR_BAD_COOKIE || st == NFS3ERR_INVAL);
+	memset(&p, 0, sizeof(p));
+	p.dir = it_fh3(&root);
+	p.cookie = UINT64_MAX;
+	p.dircount = 4096;
+	p.maxcount = 16384;
+	st = it_nfs3(rpc, NFS3_READDIRPLUS, &p, &r);
+	assert_true(st == NFS3_OK || st == NFS3ERR_BAD_COOKIE || st == NFS3ERR_INVAL);
+	/* a huge count is clamped, not allocated */
+	a.cookie = 0;
+	memset(a.cookieverf, 0, 8);
+	a.count = 0xffffffffu;
+	assert_int_equal(it_nfs3(rpc, NFS3_READDIR, &a, &r), NFS3_OK);
+	p.cookie = 0;
+	p.dircount = 0xffffffffu;
+	p.maxcount = 0xffffffffu;
+	assert_int_equal(it_nfs3(rpc, NFS3_READDIRPLUS, &p, &r), NFS3_OK);
+	assert_alive();
+}
+
+static void test_huge_read_write_counts(void **state)
+{
+	/* READ with count 4 GiB - 1: at most rtmax back; WRITE whose count and
+	 * data exceed wtmax: a short count or an error, never a crash */
+	FSINFO3args fa = { .fsroot = it_fh3(&root) };
+	uint32_t rtmax, wtmax, wtmax_srv;
+	struct it_fh f;
+	char *big;
+	int st;
+
+	(void)state;
+	assert_int_equal(it_nfs3(rpc, NFS3_FSINFO, &fa, &r), NFS3_OK);
+	rtmax = r.fsinfo.rtmax;
+	wtmax = wtmax_srv = r.fsinfo.wtmax;
+	print_message("rtmax %u wtmax %u\n", rtmax, wtmax);
+	/* libnfs takes replies up to a few MiB: Ganesha's 64 MiB maxima are
+	 * tested with a 2 MiB file (the reply is then the whole file) */
+	if (wtmax > (4u << 20))
+		wtmax = 4u << 20;
+	big = malloc((size_t)wtmax * 2 + 8);
+	assert_non_null(big);
+	it_fill(big, (size_t)wtmax * 2, 77);
+	assert_int_equal(it_write_file(it_path(&srv, "huge"), big,
+				       rtmax > (1u << 20) ? 2u << 20 : (size_t)rtmax * 2, 0644), 0);
+	assert_int_equal(it_lookup(rpc, &root, "huge", &r), NFS3_OK);
+	f = r.fh;
+	{
+		struct rpc_context *c1 = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+
+		assert_non_null(c1);
+		st = it_read(c1, &f, 0, 0xffffffffu, &r);
+		if (st != NFS3_OK)
+			fail_msg("READ with count 0xffffffff: %d (%s), want NFS3_OK with count <= rtmax %u",
+				 st, r.rpc_error, rtmax);
+		it_rpc_close(c1);
+	}
+	assert_true(r.count <= rtmax);
+	assert_true(r.count > 0);
+	assert_memory_equal(r.data, big, r.count);
+	if (wtmax != wtmax_srv) {		/* clamped above */
+		free(big);
+		return;
+	}
+	/* exactly wtmax */
+	assert_int_equal(it_write(rpc, &f, 0, big, wtmax, FILE_SYNC, &r), NFS3_OK);
+	assert_int_equal(r.count, wtmax);
+	/* wtmax * 2: the record may be refused as a whole (connection closed,
+	 * GARBAGE_ARGS) or the write shortened */
+	{
+		struct rpc_context *c2 = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+
+		assert_non_null(c2);
+		st = it_write(c2, &f, 0, big, wtmax * 2, FILE_SYNC, &r);
+		if (st == NFS3_OK)
+			assert_true(r.count <= wtmax * 2);
+		it_rpc_close(c2);
+	}
+	free(big);
+	assert_alive();
+}
+
 /* ------------------------------------------------------- malformed RPC */
 
 /* expect_reply -- send CALL on a fresh connection; check the reply */
@@ -674,6 +872,52 @@ static void test_rpc_garbage_args(void **state)
 			assert_int_not_equal(it_get32(&reply), MNT3_OK);
 	}
 	assert_alive();
+}
+
+static void test_duplicate_in_flight(void **state)
+{
+	/* the same REMOVE twice in one write, before the first is answered:
+	 * one or two replies, and every reply is NFS3_OK (the retransmission is
+	 * dropped or answered from the cache, never executed again) */
+	static struct it_buf two;
+	struct it_reply rep;
+	int fd, replies = 0;
+
+	(void)state;
+	assert_int_equal(it_write_file(it_path(&srv, "dup-in-flight"), "x", 1, 0644), 0);
+	it_buf_reset(&two);
+	for (int k = 0; k < 2; k++) {
+		size_t at = two.len;
+		uint32_t v;
+
+		it_put32(&two, 0);
+		it_put_call(&two, 0x2201, 2, IT_NFS_PROG, 3, NFS3_REMOVE, IT_AUTH_SYS, 0, 0);
+		it_put_fh(&two, &root);
+		it_put_string(&two, "dup-in-flight");
+		v = 0x80000000u | (uint32_t)(two.len - at - 4);
+		two.b[at] = v >> 24;
+		two.b[at + 1] = v >> 16;
+		two.b[at + 2] = v >> 8;
+		two.b[at + 3] = v;
+	}
+	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	assert_true(fd >= 0);
+	assert_int_equal(it_send_all(fd, two.b, two.len), 0);
+	while (replies < 2 && it_recv_record(fd, &reply, replies ? 2000 : IT_TIMEOUT_MS) > 0) {
+		assert_int_equal(it_parse_reply(&reply, &rep), 0);
+		assert_int_equal(rep.xid, 0x2201);
+		assert_int_equal(rep.accept_stat, SUCCESS);
+		{
+			uint32_t st = it_get32(&reply);
+
+			if (st != NFS3_OK)
+				fail_msg("reply %d to a duplicated REMOVE: status %u, want NFS3_OK", replies + 1, st);
+		}
+		replies++;
+	}
+	close(fd);
+	assert_true(replies >= 1);
+	assert_int_not_equal(access(it_path(&srv, "dup-in-flight"), F_OK), 0);
 }
 
 static void test_rpc_truncated_header(void **state)
@@ -942,12 +1186,18 @@ int main(void)
 		cmocka_unit_test(test_dotdot_at_root),
 		cmocka_unit_test(test_symlink_not_followed),
 		cmocka_unit_test(test_mnt_outside),
+		cmocka_unit_test(test_hostile_sources_and_targets),
+		cmocka_unit_test(test_auth_none_is_anonymous),
+		cmocka_unit_test(test_offsets_overflow),
+		cmocka_unit_test(test_bogus_cookie),
+		cmocka_unit_test(test_huge_read_write_counts),
 		cmocka_unit_test(test_rpc_wrong_program),
 		cmocka_unit_test(test_rpc_wrong_version),
 		cmocka_unit_test(test_rpc_bad_procedure),
 		cmocka_unit_test(test_rpc_version_mismatch),
 		cmocka_unit_test(test_rpc_bad_auth),
 		cmocka_unit_test(test_rpc_garbage_args),
+		cmocka_unit_test(test_duplicate_in_flight),
 		cmocka_unit_test(test_rpc_truncated_header),
 		cmocka_unit_test(test_record_mark_huge),
 		cmocka_unit_test(test_record_too_long),
