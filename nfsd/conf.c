@@ -46,7 +46,7 @@ static int parse_size(const char *v, unsigned long long *out)
 	}
 	if (*end == 'i' || *end == 'B')
 		end++;
-	if (*end || n < (1ull << 20) || n > (1ull << 40))
+	if (*end || n < (8ull << 20) || n > (1ull << 40))
 		return -EINVAL;
 	*out = n;
 	return 0;
