@@ -3,6 +3,7 @@
 # make            build bin/presto-nfsd and the tools (gnu11, -Wall -Wextra -Werror, -O2 -g)
 # make run        install missing Debian packages, build, prepare the demo, start the appliance
 # make test       the same set-up, then every test (unit, integration, ...)
+# make test-kernel  only the Linux kernel client test (qemu)
 # make asan       build with AddressSanitizer + UBSan into build/asan and run the tests
 # make bench      benchmarks (not tests): tables on stdout, JSON under bench/results/
 # make install    install under $(PREFIX)
@@ -18,7 +19,7 @@ B        ?= bin
 T        ?= $(O)/tests
 PREFIX   ?= /usr/local
 
-PKGS     := libtirpc libpmem libsodium
+PKGS     := libtirpc libpmem libsodium jansson
 CPPFLAGS := -D_GNU_SOURCE -I. -I$(O)/gen $(shell pkg-config --cflags $(PKGS))
 CFLAGS   := -std=gnu11 -Wall -Wextra -Werror -g $(OPT) $(SAN) -pthread
 LDFLAGS  := $(SAN) -pthread
@@ -27,7 +28,7 @@ LDLIBS   := $(shell pkg-config --libs $(PKGS))
 PROGS      :=
 TEST_PROGS :=
 
-.PHONY: all deps run test test-only asan bench install clean
+.PHONY: all deps run test test-only test-kernel asan bench install clean
 all:
 
 include cache/module.mk
@@ -54,6 +55,11 @@ test: deps
 
 test-only:
 	@PRESTO_BIN=$(abspath $(B)) PRESTO_TESTBIN=$(abspath $(T)) sh tests/run.sh
+
+# the Linux kernel NFS client under qemu, alone
+test-kernel: deps
+	@$(MAKE) --no-print-directory all
+	@TESTS=kernel PRESTO_BIN=$(abspath $(B)) PRESTO_TESTBIN=$(abspath $(T)) sh tests/run.sh
 
 asan: deps
 	@$(MAKE) --no-print-directory O=build/asan B=build/asan/bin OPT=-O1 \

@@ -15,7 +15,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 : "${PRESTO_BIN:=$top/bin}"
 : "${PRESTO_TESTBIN:=$top/build/default/tests}"
 export PRESTO_BIN PRESTO_TESTBIN PRESTO_TOP="$top"
-suites=${TESTS:-"unit integration cthon crash kernel"}
+suites=${TESTS:-"unit integration admin cthon crash kernel"}
 logdir=${PRESTO_TESTLOG:-$top/build/test-logs}
 mkdir -p "$logdir"
 
