@@ -4,7 +4,8 @@
 
 UNIT_LINK = mkdir -p $(dir $@) && $(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LDLIBS)
 
-TEST_PROGS += $(T)/unit/test_exports $(T)/unit/test_fh $(T)/unit/test_drc
+TEST_PROGS += $(T)/unit/test_exports $(T)/unit/test_fh $(T)/unit/test_drc \
+              $(T)/unit/test_stats
 
 $(T)/unit/test_exports: $(O)/tests/unit/test_exports.o $(O)/nfsd/exports.o
 	$(UNIT_LINK)
@@ -14,3 +15,9 @@ $(T)/unit/test_fh: $(O)/tests/unit/test_fh.o $(O)/nfsd/fh.o $(O)/nfsd/log.o
 
 $(T)/unit/test_drc: $(O)/tests/unit/test_drc.o $(O)/nfsd/drc.o
 	$(UNIT_LINK)
+
+$(T)/unit/test_stats: $(O)/tests/unit/test_stats.o $(O)/nfsd/stats.o
+	$(UNIT_LINK)
+
+# tests that include the rpcgen headers (nfs3_prot.h, mount3.h, plog.h)
+$(O)/tests/unit/test_stats.o: $(NFSD_GEN)
