@@ -4,7 +4,7 @@
 # $(T)/integration/ and tests/integration/test-*.sh (the real nfs-utils and
 # libnfs tools).
 
-IT_PROGS := test_procs test_exports test_security test_drc test_restart
+IT_PROGS := test_procs test_exports test_security test_drc test_restart test_perms
 IT_CPPFLAGS := $(shell pkg-config --cflags libnfs cmocka)
 IT_LIBS := $(shell pkg-config --libs libnfs cmocka)
 
