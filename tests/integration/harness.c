@@ -32,6 +32,8 @@
 #define IT_MAX_SERVERS 8
 
 static struct it_server *it_servers[IT_MAX_SERVERS];
+
+int it_nvram;
 static int it_ganesha_round;
 
 static long long it_now_ms(void)
@@ -98,8 +100,11 @@ static void it_atexit(void)
 			it_server_stop(it_servers[i]);
 }
 
-void it_init(unsigned seconds)
+void it_init_mode(unsigned seconds, int nvram)
 {
+	it_nvram = nvram;
+	if (getenv("PRESTO_IT_NVRAM"))
+		it_nvram = atoi(getenv("PRESTO_IT_NVRAM"));
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGALRM, it_watchdog);
 	atexit(it_atexit);
@@ -308,17 +313,37 @@ static int it_start_presto(struct it_server *s, int flags)
 	if (s->pid < 0)
 		return -1;
 	if (s->pid == 0) {
+		char nvram[256];
+		const char *argv[24];
+		int n = 0;
+
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(out[1], 1);
 		dup2(logfd, 2);
-		if (flags & IT_RPCBIND)
-			execl(exe, exe, "--exports", s->exports_file, "--state-dir", state, "--bind",
-			      "127.0.0.1", "--nfs-port", "0", "--mount-port", "0", "--foreground",
-			      (char *)NULL);
-		else
-			execl(exe, exe, "--exports", s->exports_file, "--state-dir", state, "--bind",
-			      "127.0.0.1", "--nfs-port", "0", "--mount-port", "0", "--no-rpcbind",
-			      "--foreground", (char *)NULL);
+		argv[n++] = exe;
+		argv[n++] = "--exports";
+		argv[n++] = s->exports_file;
+		argv[n++] = "--state-dir";
+		argv[n++] = state;
+		argv[n++] = "--bind";
+		argv[n++] = "127.0.0.1";
+		argv[n++] = "--nfs-port";
+		argv[n++] = "0";
+		argv[n++] = "--mount-port";
+		argv[n++] = "0";
+		if (!(flags & IT_RPCBIND))
+			argv[n++] = "--no-rpcbind";
+		if (it_nvram) {
+			/* presto on: the NVRAM log in the temp dir */
+			snprintf(nvram, sizeof(nvram), "%s/nvram.log", s->dir);
+			argv[n++] = "--nvram";
+			argv[n++] = nvram;
+			argv[n++] = "--nvram-size";
+			argv[n++] = "64M";
+		}
+		argv[n++] = "--foreground";
+		argv[n] = NULL;
+		execv(exe, (char *const *)argv);
 		dprintf(2, "exec %s: %s\n", exe, strerror(errno));
 		_exit(127);
 	}

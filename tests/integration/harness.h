@@ -102,9 +102,22 @@ struct it_res {
 	size_t nents;
 };
 
+/* it_nvram -- presto-nfsd runs with --nvram (presto on for the exports
+ * without nopresto): set by PRESTO_IT_NVRAM=1 or by the *_nvram builds of
+ * the programs; default off */
+extern int it_nvram;
+
 /* it_init -- arm a watchdog of SECONDS (kills the servers, exits 1) and the
- * exit-time cleanup; call first in main() */
-void it_init(unsigned seconds);
+ * exit-time cleanup; call first in main(). A program compiled with
+ * -DIT_NVRAM_DEFAULT=1 (the *_nvram builds) runs presto on. */
+void it_init_mode(unsigned seconds, int nvram);
+#ifndef IT_NVRAM_DEFAULT
+#define IT_NVRAM_DEFAULT 0
+#endif
+static inline void it_init(unsigned seconds)
+{
+	it_init_mode(seconds, IT_NVRAM_DEFAULT);
+}
 /* it_is_ganesha -- true when PRESTO_IT_SERVER=ganesha */
 int it_is_ganesha(void);
 /* it_presto_only -- skip the current cmocka test under Ganesha */
