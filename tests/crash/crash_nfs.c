@@ -1,0 +1,2825 @@
+/*
+ * crash_nfs.c -- crash tests of presto-nfsd through a real NFSv3 client
+ * (libnfs raw API), issue 4.
+ *
+ *   crash_nfs [--mode kill,fulllog|powercut] [--presto auto|on|off]
+ *             [--kills N] [--time-limit SEC] [--workers N] [--seed S]
+ *             [--export DIR --loopdev DEV --image FILE --copy FILE]  (powercut)
+ *
+ * kill      Several clients (one TCP connection each, one operation in flight
+ *           each, each in its own subtree /wN) run a mixed workload: create,
+ *           write of pattern data, rename (also over an existing name and onto
+ *           a hard link of itself), link, symlink, remove, mkdir, rmdir,
+ *           setattr of size, mode or times. The server is SIGKILLed at random
+ *           moments (some during its start-up, i.e. during replay), restarted
+ *           on the same ports (half of the restarts with --replay=always when
+ *           presto is on), and the tree is checked.
+ * powercut  The export is an ext4 image on a loop device (tests/crash/
+ *           test-powercut.sh sets it up) and the destager is held. At a random
+ *           moment of each cycle (before the first operation, or in the
+ *           middle) the filesystem is frozen, the image copied, and thawed;
+ *           later the server is killed, the copy written back (everything after
+ *           it is lost but the log), and the server restarted with
+ *           --replay=always.
+ * fulllog   A small log, writers only: the log fills, the server answers
+ *           NFS3ERR_JUKEBOX and the clients retry; kill, restart, check.
+ *
+ * The model. The test keeps, per client subtree, the objects (type, mode,
+ * content, symlink target, mtime/atime when set explicitly) and the names,
+ * and changes it ONLY when a reply says NFS3_OK. The operation that is in
+ * flight when the server dies is a "maybe": after the restart the subtree
+ * must equal either the model or the model with that operation applied
+ * (the test adopts whichever it finds). An error reply where the model
+ * predicts success is a failure. What is checked after every restart:
+ *   - the export directory, walked on the host (lstat, readlink, read with
+ *     O_NOATIME): names, types, modes, sizes, contents, link counts, which
+ *     names are hard links of one another, known mtimes/atimes;
+ *   - every handle the client got (CREATE, MKDIR, SYMLINK, LOOKUP, MNT) of an
+ *     object that still exists: GETATTR (type, mode, size, nlink), READ of the
+ *     whole content, READLINK, READDIR of directories; handles of objects an
+ *     acknowledged operation removed must not reach any object;
+ *   - the MNT root handle is the same as the first one.
+ * Presto off (no --nvram): every acknowledged operation is on disk anyway,
+ * so the checks must pass too; in powercut mode the copy is then taken after
+ * the kill (there is no log to bring back what a copy would lose).
+ *
+ * Output: one line per mode, "crash-kill: N passed, N failed" etc.
+ * (tests/run.sh sums them). Failures print the operation, what was expected,
+ * what was found and the tail of the server's log. Everything is bounded:
+ * --time-limit per mode, a watchdog, 10 s per RPC.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nfsc/libnfs.h>
+#include <nfsc/libnfs-raw.h>
+#include <nfsc/libnfs-raw-mount.h>
+#include <nfsc/libnfs-raw-nfs.h>
+
+#define CR_MOUNT_PROG 100005
+#define CR_NFS_PROG 100003
+#define CR_FH_MAX 128
+#define CR_NAME_MAX 24
+#define CR_TARGET_MAX 120
+#define CR_FILE_MAX (160 * 1024)
+#define CR_WRITE_MAX (32 * 1024)
+#define CR_HANDLES 4
+#define CR_WORKERS_MAX 8
+#define CR_RPC_TIMEOUT_MS 10000
+#define CR_DEAD_MAX 256
+#define CR_ENTRIES_MAX 48		/* names per client subtree */
+#define CR_DIRS_MAX 8			/* directories per client subtree, its root included */
+
+/* ---------------------------------------------------------------- config */
+
+static struct {
+	const char *bin;		/* directory of presto-nfsd */
+	int presto;			/* 1: --nvram given to the server */
+	char modes[64];
+	int workers;
+	int kills;			/* kill mode: at least this many kills */
+	int time_limit;			/* seconds per mode */
+	uint64_t seed;
+	const char *export_dir;		/* powercut: the mounted loop filesystem */
+	const char *loopdev;
+	const char *image;
+	const char *copy;
+	const char *nvram_size;
+	int cycles;			/* powercut / fulllog cycles */
+	int verbose;
+} cfg = {
+	.workers = 4, .kills = 40, .time_limit = 150, .nvram_size = "64M", .cycles = 0,
+};
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+	/* splitmix64: reproducible from --seed */
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static unsigned rnd(unsigned n)
+{
+	return n ? (unsigned)(rng() % n) : 0;
+}
+
+static uint64_t mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* pattern -- the data a WRITE with this seed puts at absolute offset off:
+ * a function of both, so a misplaced or stale block is recognised */
+static void pattern(unsigned char *buf, uint32_t seed, uint64_t off, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++) {
+		uint64_t p = off + i;
+
+		buf[i] = (unsigned char)(mix64(((uint64_t)seed << 32) ^ (p >> 3)) >> (8 * (p & 7)));
+	}
+}
+
+static uint32_t crc32_buf(const unsigned char *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0xedb88320u & -(c & 1));
+	}
+	return ~c;
+}
+
+/* --------------------------------------------------------------- failures */
+
+static int fails_total;		/* failures of the current mode */
+
+static void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void failf(const char *fmt, ...)
+{
+	va_list ap;
+
+	fails_total++;
+	printf("FAIL: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void info(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("crash_nfs: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+/* ------------------------------------------------------------------ server */
+
+struct server {
+	pid_t pid;
+	int nfs_port, mount_port;
+	char dir[200];			/* temporary directory: state/, logs, export/ */
+	char export[256];
+	char exports_file[256];
+	char state[256];
+	char nvram[256];
+	char log[256];
+	int starts;
+	int no_destage;
+	int owns_export;		/* export/ lives in dir (kill, fulllog) */
+};
+
+static struct server srv;
+static int frozen;			/* powercut: export frozen right now */
+
+static void server_log_tail(int lines)
+{
+	char cmd[512];
+
+	printf("---- last %d lines of the server log %s\n", lines, srv.log);
+	fflush(stdout);
+	snprintf(cmd, sizeof(cmd), "tail -n %d '%s'", lines, srv.log);
+	if (system(cmd) < 0)
+		printf("(tail failed)\n");
+	printf("----\n");
+	fflush(stdout);
+}
+
+static void server_logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void server_logf(const char *fmt, ...)
+{
+	FILE *f = fopen(srv.log, "a");
+	va_list ap;
+
+	if (!f)
+		return;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+}
+
+/* server_start -- fork/exec presto-nfsd; with wait_ready, wait (10 s) for its
+ * "ready" line and learn the ports. Returns 0, or -1 (reported). */
+static int server_start(int replay_always, int wait_ready)
+{
+	char nfsp[16], mntp[16], *argv[32];
+	int argc = 0, fd;
+	off_t start_off;
+	struct stat st;
+	char bin[512];
+
+	snprintf(bin, sizeof(bin), "%s/presto-nfsd", cfg.bin);
+	snprintf(nfsp, sizeof(nfsp), "%d", srv.nfs_port);
+	snprintf(mntp, sizeof(mntp), "%d", srv.mount_port);
+	argv[argc++] = bin;
+	argv[argc++] = "--exports";
+	argv[argc++] = srv.exports_file;
+	argv[argc++] = "--state-dir";
+	argv[argc++] = srv.state;
+	argv[argc++] = "--bind";
+	argv[argc++] = "127.0.0.1";
+	argv[argc++] = "--nfs-port";
+	argv[argc++] = nfsp;
+	argv[argc++] = "--mount-port";
+	argv[argc++] = mntp;
+	argv[argc++] = "--no-rpcbind";
+	argv[argc++] = "--foreground";
+	if (cfg.presto) {
+		argv[argc++] = "--nvram";
+		argv[argc++] = srv.nvram;
+		argv[argc++] = "--nvram-size";
+		argv[argc++] = (char *)cfg.nvram_size;
+		if (replay_always)
+			argv[argc++] = "--replay=always";
+		if (srv.no_destage)
+			argv[argc++] = "--no-destage";
+	}
+	argv[argc] = NULL;
+
+	srv.starts++;
+	server_logf("=== crash_nfs: start %d:", srv.starts);
+	for (int i = 0; i < argc; i++)
+		server_logf(" %s", argv[i]);
+	server_logf("\n");
+	start_off = stat(srv.log, &st) == 0 ? st.st_size : 0;
+	fflush(stdout);
+	srv.pid = fork();
+	if (srv.pid < 0) {
+		failf("fork: %s", strerror(errno));
+		return -1;
+	}
+	if (srv.pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fd = open(srv.log, O_WRONLY | O_APPEND | O_CREAT, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		fd = open("/dev/null", O_RDONLY);
+		if (fd >= 0)
+			dup2(fd, 0);
+		execv(bin, argv);
+		fprintf(stderr, "crash_nfs: exec %s: %s\n", bin, strerror(errno));
+		_exit(127);
+	}
+	if (!wait_ready)
+		return 0;
+
+	long long deadline = now_ms() + CR_RPC_TIMEOUT_MS;
+
+	while (now_ms() < deadline) {
+		char buf[8192];
+		ssize_t n;
+		int status;
+
+		fd = open(srv.log, O_RDONLY);
+		if (fd >= 0) {
+			n = pread(fd, buf, sizeof(buf) - 1, start_off);
+			close(fd);
+			if (n > 0) {
+				char *p;
+
+				buf[n] = '\0';
+				p = strstr(buf, "presto-nfsd: ready nfs=");
+				if (p && strchr(p, '\n')) {
+					int a, b;
+
+					if (sscanf(p, "presto-nfsd: ready nfs=%d mount=%d", &a, &b) == 2) {
+						if (srv.nfs_port && (a != srv.nfs_port || b != srv.mount_port))
+							failf("server came up on ports %d/%d, asked for %d/%d", a, b,
+							      srv.nfs_port, srv.mount_port);
+						srv.nfs_port = a;
+						srv.mount_port = b;
+						return 0;
+					}
+				}
+			}
+		}
+		if (waitpid(srv.pid, &status, WNOHANG) == srv.pid) {
+			srv.pid = 0;
+			failf("server start %d exited before it was ready (status 0x%x)", srv.starts, status);
+			server_log_tail(40);
+			return -1;
+		}
+		usleep(5000);
+	}
+	failf("server start %d not ready within %d ms", srv.starts, CR_RPC_TIMEOUT_MS);
+	server_log_tail(40);
+	kill(srv.pid, SIGKILL);
+	waitpid(srv.pid, NULL, 0);
+	srv.pid = 0;
+	return -1;
+}
+
+/* server_kill -- SIGKILL and reap; a server that had already died by itself
+ * is a failure */
+static void server_kill(void)
+{
+	int status;
+
+	if (srv.pid <= 0)
+		return;
+	if (waitpid(srv.pid, &status, WNOHANG) == srv.pid) {
+		failf("the server had died by itself (status 0x%x) before the kill", status);
+		server_log_tail(40);
+		srv.pid = 0;
+		return;
+	}
+	kill(srv.pid, SIGKILL);
+	waitpid(srv.pid, &status, 0);
+	srv.pid = 0;
+	server_logf("=== crash_nfs: SIGKILL\n");
+}
+
+/* server_stop -- SIGTERM: the server flushes and exits 0 (10 s) */
+static int server_stop(void)
+{
+	long long deadline = now_ms() + CR_RPC_TIMEOUT_MS;
+	int status;
+
+	if (srv.pid <= 0)
+		return 0;
+	kill(srv.pid, SIGTERM);
+	while (now_ms() < deadline) {
+		if (waitpid(srv.pid, &status, WNOHANG) == srv.pid) {
+			srv.pid = 0;
+			server_logf("=== crash_nfs: stopped by SIGTERM (status 0x%x)\n", status);
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+				failf("SIGTERM: the server exited with status 0x%x, not 0", status);
+				server_log_tail(30);
+				return -1;
+			}
+			return 0;
+		}
+		usleep(5000);
+	}
+	failf("SIGTERM: the server did not exit within %d ms", CR_RPC_TIMEOUT_MS);
+	server_log_tail(30);
+	kill(srv.pid, SIGKILL);
+	waitpid(srv.pid, NULL, 0);
+	srv.pid = 0;
+	return -1;
+}
+
+static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void thaw(void)
+{
+	char cmd[512];
+
+	if (!frozen)
+		return;
+	snprintf(cmd, sizeof(cmd), "fsfreeze -u '%s'", cfg.export_dir);
+	if (system(cmd) != 0)
+		printf("crash_nfs: %s failed\n", cmd);
+	frozen = 0;
+}
+
+static void cleanup(void)
+{
+	thaw();
+	if (srv.pid > 0) {
+		kill(srv.pid, SIGKILL);
+		waitpid(srv.pid, NULL, 0);
+		srv.pid = 0;
+	}
+	if (srv.nvram[0])
+		unlink(srv.nvram);
+	if (srv.dir[0] && !getenv("CRASH_KEEP"))
+		nftw(srv.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	srv.dir[0] = '\0';
+}
+
+static void watchdog(int sig)
+{
+	static const char msg[] = "crash_nfs: watchdog expired\n0 passed, 1 failed\n";
+
+	(void)sig;
+	if (write(1, msg, sizeof(msg) - 1) < 0) {
+		/* nothing to do */
+	}
+	if (srv.pid > 0)
+		kill(srv.pid, SIGKILL);
+	if (frozen && fork() == 0) {
+		execlp("fsfreeze", "fsfreeze", "-u", cfg.export_dir, (char *)NULL);
+		_exit(127);
+	}
+	_exit(1);
+}
+
+static int port_free(int port)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons(port);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* pick_ports -- a fixed pair from 20070-20089 for the whole run, so that
+ * clients reconnect to the restarted server. Not ephemeral ports: other
+ * tests' servers (port 0) and our own client sockets could take one while
+ * the server is down. A lock file per pair keeps two crash_nfs apart. */
+static int port_lock_fd = -1;
+
+static int pick_ports(void)
+{
+	for (int k = 0; k < 10; k++) {
+		int p = 20070 + 2 * k, fd;
+		char lock[64];
+
+		snprintf(lock, sizeof(lock), "/tmp/presto-crash-ports-%d.lock", p);
+		fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0 || !port_free(p) || !port_free(p + 1)) {
+			close(fd);
+			continue;
+		}
+		port_lock_fd = fd;
+		srv.nfs_port = p;
+		srv.mount_port = p + 1;
+		return 0;
+	}
+	failf("no free port pair in 20070-20089");
+	return -1;
+}
+
+/* server_setup -- a fresh temporary directory, exports file, log path */
+static int server_setup(const char *tag)
+{
+	FILE *f;
+
+	memset(&srv, 0, sizeof(srv));
+	snprintf(srv.dir, sizeof(srv.dir), "/tmp/presto-crash-%s-XXXXXX", tag);
+	if (!mkdtemp(srv.dir)) {
+		failf("mkdtemp: %s", strerror(errno));
+		srv.dir[0] = '\0';
+		return -1;
+	}
+	if (cfg.export_dir && !strcmp(tag, "powercut")) {
+		snprintf(srv.export, sizeof(srv.export), "%s", cfg.export_dir);
+	} else {
+		snprintf(srv.export, sizeof(srv.export), "%s/export", srv.dir);
+		srv.owns_export = 1;
+		if (mkdir(srv.export, 0755) < 0) {
+			failf("mkdir %s: %s", srv.export, strerror(errno));
+			return -1;
+		}
+	}
+	snprintf(srv.state, sizeof(srv.state), "%s/state", srv.dir);
+	snprintf(srv.log, sizeof(srv.log), "%s/server.log", srv.dir);
+	snprintf(srv.exports_file, sizeof(srv.exports_file), "%s/exports", srv.dir);
+	snprintf(srv.nvram, sizeof(srv.nvram), "/dev/shm/presto-crash-%s-%d.nvram", tag, (int)getpid());
+	unlink(srv.nvram);
+	f = fopen(srv.exports_file, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", srv.export);
+	fclose(f);
+	if (port_lock_fd >= 0) {
+		close(port_lock_fd);
+		port_lock_fd = -1;
+	}
+	return pick_ports();
+}
+
+/* -------------------------------------------------------------------- rpc */
+
+struct fh {
+	uint32_t len;
+	unsigned char d[CR_FH_MAX];
+};
+
+enum proc {
+	P_NONE, P_MNT, P_GETATTR, P_SETATTR, P_LOOKUP, P_READLINK, P_READ, P_WRITE, P_CREATE,
+	P_MKDIR, P_SYMLINK, P_REMOVE, P_RMDIR, P_RENAME, P_LINK, P_READDIR,
+};
+
+/* res -- what a reply says, copied out of libnfs's buffer (freed when the
+ * callback returns) */
+struct res {
+	int done;
+	enum proc proc;
+	int rpc_status;
+	char err[160];
+	int status;			/* nfsstat3, mountstat3 for MNT */
+	int has_fh;
+	struct fh fh;
+	int has_attr;
+	fattr3 attr;
+	uint32_t count, committed;
+	int eof;
+	unsigned char *data;		/* READ, READLINK (NUL-terminated) */
+	size_t dlen;
+	char (*names)[CR_NAME_MAX + 8];	/* READDIR */
+	int nnames;
+	uint64_t cookie;
+	char verf[NFS3_COOKIEVERFSIZE];
+};
+
+static void res_reset(struct res *r, enum proc p)
+{
+	free(r->data);
+	free(r->names);
+	memset(r, 0, sizeof(*r));
+	r->proc = p;
+}
+
+static void copy_post_fh(struct res *r, const post_op_fh3 *p)
+{
+	r->has_fh = p->handle_follows;
+	if (r->has_fh) {
+		r->fh.len = p->post_op_fh3_u.handle.data.data_len;
+		if (r->fh.len > CR_FH_MAX)
+			r->fh.len = CR_FH_MAX;
+		memcpy(r->fh.d, p->post_op_fh3_u.handle.data.data_val, r->fh.len);
+	}
+}
+
+static void copy_post_attr(struct res *r, const post_op_attr *a)
+{
+	r->has_attr = a->attributes_follow;
+	if (r->has_attr)
+		r->attr = a->post_op_attr_u.attributes;
+}
+
+static void res_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct res *r = priv;
+
+	(void)rpc;
+	r->done = 1;
+	r->rpc_status = status;
+	if (status != RPC_STATUS_SUCCESS) {
+		snprintf(r->err, sizeof(r->err), "%s",
+			 status == RPC_STATUS_ERROR && data ? (char *)data :
+			 status == RPC_STATUS_TIMEOUT ? "timeout" : "cancelled");
+		return;
+	}
+	switch (r->proc) {
+	case P_MNT: {
+		mountres3 *m = data;
+
+		r->status = m->fhs_status;
+		if (m->fhs_status == MNT3_OK) {
+			fhandle3 *f = &m->mountres3_u.mountinfo.fhandle;
+
+			r->has_fh = 1;
+			r->fh.len = f->fhandle3_len > CR_FH_MAX ? CR_FH_MAX : f->fhandle3_len;
+			memcpy(r->fh.d, f->fhandle3_val, r->fh.len);
+		}
+		break;
+	}
+	case P_GETATTR: {
+		GETATTR3res *x = data;
+
+		r->status = x->status;
+		if (x->status == NFS3_OK) {
+			r->has_attr = 1;
+			r->attr = x->GETATTR3res_u.resok.obj_attributes;
+		}
+		break;
+	}
+	case P_SETATTR:
+		r->status = ((SETATTR3res *)data)->status;
+		break;
+	case P_LOOKUP: {
+		LOOKUP3res *x = data;
+
+		r->status = x->status;
+		if (x->status == NFS3_OK) {
+			nfs_fh3 *f = &x->LOOKUP3res_u.resok.object;
+
+			r->has_fh = 1;
+			r->fh.len = f->data.data_len > CR_FH_MAX ? CR_FH_MAX : f->data.data_len;
+			memcpy(r->fh.d, f->data.data_val, r->fh.len);
+			copy_post_attr(r, &x->LOOKUP3res_u.resok.obj_attributes);
+		}
+		break;
+	}
+	case P_READLINK: {
+		READLINK3res *x = data;
+
+		r->status = x->status;
+		if (x->status == NFS3_OK) {
+			const char *t = x->READLINK3res_u.resok.data;
+
+			r->dlen = strlen(t);
+			r->data = malloc(r->dlen + 1);
+			memcpy(r->data, t, r->dlen + 1);
+		}
+		break;
+	}
+	case P_READ: {
+		READ3res *x = data;
+
+		r->status = x->status;
+		if (x->status == NFS3_OK) {
+			READ3resok *ok = &x->READ3res_u.resok;
+
+			r->count = ok->count;
+			r->eof = ok->eof;
+			r->dlen = ok->data.data_len;
+			r->data = malloc(r->dlen + 1);
+			memcpy(r->data, ok->data.data_val, r->dlen);
+			copy_post_attr(r, &ok->file_attributes);
+		}
+		break;
+	}
+	case P_WRITE: {
+		WRITE3res *x = data;
+
+		r->status = x->status;
+		if (x->status == NFS3_OK) {
+			r->count = x->WRITE3res_u.resok.count;
+			r->committed = x->WRITE3res_u.resok.committed;
+		}
+		break;
+	}
+	case P_CREATE: {
+		CREATE3res *x = data;
+
+		r->status = x->status;
+		if (x->status == NFS3_OK)
+			copy_post_fh(r, &x->CREATE3res_u.resok.obj);
+		break;
+	}
+	case P_MKDIR: {
+		MKDIR3res *x = data;
+
+		r->status = x->status;
+		if (x->status == NFS3_OK)
+			copy_post_fh(r, &x->MKDIR3res_u.resok.obj);
+		break;
+	}
+	case P_SYMLINK: {
+		SYMLINK3res *x = data;
+
+		r->status = x->status;
+		if (x->status == NFS3_OK)
+			copy_post_fh(r, &x->SYMLINK3res_u.resok.obj);
+		break;
+	}
+	case P_REMOVE:
+		r->status = ((REMOVE3res *)data)->status;
+		break;
+	case P_RMDIR:
+		r->status = ((RMDIR3res *)data)->status;
+		break;
+	case P_RENAME:
+		r->status = ((RENAME3res *)data)->status;
+		break;
+	case P_LINK:
+		r->status = ((LINK3res *)data)->status;
+		break;
+	case P_READDIR: {
+		READDIR3res *x = data;
+
+		r->status = x->status;
+		if (x->status == NFS3_OK) {
+			READDIR3resok *ok = &x->READDIR3res_u.resok;
+			int n = 0;
+
+			for (entry3 *e = ok->reply.entries; e; e = e->nextentry)
+				n++;
+			r->names = calloc(n + 1, sizeof(*r->names));
+			for (entry3 *e = ok->reply.entries; e; e = e->nextentry) {
+				snprintf(r->names[r->nnames++], sizeof(r->names[0]), "%s", e->name);
+				r->cookie = e->cookie;
+			}
+			r->eof = ok->reply.eof;
+			memcpy(r->verf, ok->cookieverf, sizeof(r->verf));
+		}
+		break;
+	}
+	case P_NONE:
+		break;
+	}
+}
+
+/* rpc_wait -- service one context until *done or the deadline; -1 on a dead
+ * connection or timeout */
+static int rpc_wait(struct rpc_context *rpc, const int *done, int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+
+	while (!*done) {
+		struct pollfd p = { .fd = rpc_get_fd(rpc), .events = rpc_which_events(rpc) };
+		long long left = deadline - now_ms();
+		int r;
+
+		if (left <= 0)
+			return -1;
+		r = poll(&p, 1, left > 100 ? 100 : (int)left);
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (rpc_service(rpc, r > 0 ? p.revents : 0) < 0)
+			return *done ? 0 : -1;
+	}
+	return 0;
+}
+
+static void conn_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct res *r = priv;
+
+	(void)rpc;
+	(void)data;
+	r->rpc_status = status;
+	r->done = 1;
+}
+
+static struct rpc_context *rpc_open(int port, int prog)
+{
+	struct rpc_context *rpc = rpc_init_context();
+	struct res r;
+
+	memset(&r, 0, sizeof(r));
+	if (!rpc)
+		return NULL;
+	if (rpc_connect_port_async(rpc, "127.0.0.1", port, prog, 3, conn_cb, &r) < 0 ||
+	    rpc_wait(rpc, &r.done, CR_RPC_TIMEOUT_MS) < 0 || r.rpc_status != RPC_STATUS_SUCCESS) {
+		char cmd[128];
+
+		failf("cannot connect to program %d on port %d: %s; sockets on that port:", prog, port,
+		      rpc_get_error(rpc));
+		fflush(stdout);
+		snprintf(cmd, sizeof(cmd), "ss -tanp | grep ':%d '", port);
+		if (system(cmd) < 0)
+			printf("(ss failed)\n");
+		rpc_destroy_context(rpc);
+		return NULL;
+	}
+	return rpc;
+}
+
+static nfs_fh3 fh3(const struct fh *f)
+{
+	nfs_fh3 x;
+
+	x.data.data_len = f->len;
+	x.data.data_val = (char *)f->d;
+	return x;
+}
+
+static int fh_eq(const struct fh *a, const struct fh *b)
+{
+	return a->len == b->len && !memcmp(a->d, b->d, a->len);
+}
+
+static const char *fh_hex(const struct fh *f)
+{
+	static char buf[4][2 * CR_FH_MAX + 1];
+	static int k;
+	char *b = buf[k++ & 3];
+
+	for (uint32_t i = 0; i < f->len; i++)
+		sprintf(b + 2 * i, "%02x", f->d[i]);
+	b[2 * f->len] = '\0';
+	return b;
+}
+
+/* ------------------------------------------------------------------ model */
+
+enum { T_REG = NF3REG, T_DIR = NF3DIR, T_LNK = NF3LNK };
+
+struct obj {
+	int type;
+	int alive;
+	int worker;
+	uint32_t mode;
+	int mode_unknown;		/* created by a "maybe" op: mode may be the umask's */
+	int bad;			/* a held handle failed its check */
+	unsigned char *data;		/* T_REG */
+	uint32_t size;
+	char target[CR_TARGET_MAX + 1];	/* T_LNK */
+	int mtime_known, atime_known;
+	nfstime3 mtime, atime;
+	struct fh fh[CR_HANDLES];
+	int nfh;
+};
+
+struct dent {
+	int parent;			/* obj id of the directory */
+	int obj;
+	char name[CR_NAME_MAX];
+};
+
+struct model {
+	struct obj *o;
+	int no, co;
+	struct dent *d;
+	int nd, cd;
+	int root;			/* obj id of the export root */
+	int wroot[CR_WORKERS_MAX];	/* obj id of each client's subtree */
+	struct fh dead[CR_DEAD_MAX];	/* handles of objects an acknowledged op removed */
+	int ndead;
+};
+
+static struct model M;
+
+static int model_new_obj(struct model *m, int type, int worker, uint32_t mode)
+{
+	struct obj *o;
+
+	if (m->no == m->co) {
+		m->co = m->co ? 2 * m->co : 64;
+		m->o = realloc(m->o, m->co * sizeof(*m->o));
+	}
+	o = &m->o[m->no];
+	memset(o, 0, sizeof(*o));
+	o->type = type;
+	o->alive = 1;
+	o->worker = worker;
+	o->mode = mode;
+	return m->no++;
+}
+
+static int model_lookup(const struct model *m, int dir, const char *name)
+{
+	for (int i = 0; i < m->nd; i++)
+		if (m->d[i].parent == dir && !strcmp(m->d[i].name, name))
+			return i;
+	return -1;
+}
+
+static void model_add_dent(struct model *m, int dir, const char *name, int obj)
+{
+	if (m->nd == m->cd) {
+		m->cd = m->cd ? 2 * m->cd : 64;
+		m->d = realloc(m->d, m->cd * sizeof(*m->d));
+	}
+	m->d[m->nd].parent = dir;
+	m->d[m->nd].obj = obj;
+	snprintf(m->d[m->nd].name, CR_NAME_MAX, "%s", name);
+	m->nd++;
+}
+
+static int model_nlink(const struct model *m, int obj)
+{
+	int n = 0;
+
+	for (int i = 0; i < m->nd; i++)
+		if (m->d[i].obj == obj)
+			n++;
+	return n;
+}
+
+static void model_add_fh(struct obj *o, const struct fh *f)
+{
+	for (int i = 0; i < o->nfh; i++)
+		if (fh_eq(&o->fh[i], f))
+			return;
+	if (o->nfh < CR_HANDLES)
+		o->fh[o->nfh++] = *f;
+	else
+		o->fh[CR_HANDLES - 1] = *f;	/* keep the first ones, rotate the last */
+}
+
+/* model_unlink -- drop entry i; an object without names dies and its
+ * handles become "dead" handles */
+static void model_unlink(struct model *m, int i)
+{
+	int obj = m->d[i].obj;
+
+	m->d[i] = m->d[--m->nd];
+	if (m->o[obj].type == T_DIR || model_nlink(m, obj) == 0) {
+		struct obj *o = &m->o[obj];
+
+		o->alive = 0;
+		for (int k = 0; k < o->nfh; k++) {
+			if (m->ndead == CR_DEAD_MAX) {
+				memmove(m->dead, m->dead + 1, (CR_DEAD_MAX - 1) * sizeof(m->dead[0]));
+				m->ndead--;
+			}
+			m->dead[m->ndead++] = o->fh[k];
+		}
+		free(o->data);
+		o->data = NULL;
+	}
+}
+
+static void model_free(struct model *m)
+{
+	for (int i = 0; i < m->no; i++)
+		free(m->o[i].data);
+	free(m->o);
+	free(m->d);
+	memset(m, 0, sizeof(*m));
+}
+
+static void model_clone(struct model *dst, const struct model *src)
+{
+	*dst = *src;
+	dst->o = malloc(src->co * sizeof(*dst->o));
+	memcpy(dst->o, src->o, src->no * sizeof(*dst->o));
+	for (int i = 0; i < src->no; i++)
+		if (src->o[i].data) {
+			dst->o[i].data = malloc(CR_FILE_MAX);
+			memcpy(dst->o[i].data, src->o[i].data, CR_FILE_MAX);
+		}
+	dst->d = malloc(src->cd * sizeof(*dst->d));
+	memcpy(dst->d, src->d, src->nd * sizeof(*dst->d));
+}
+
+/* model_path -- "w0/d3/f1" of an object's first name (or "?") */
+static const char *model_path(const struct model *m, int obj)
+{
+	static char bufs[4][512];
+	static int k;
+	char *b = bufs[k++ & 3], tmp[512];
+	int guard = 0;
+
+	b[0] = '\0';
+	while (obj != m->root && guard++ < 64) {
+		int i;
+
+		for (i = 0; i < m->nd; i++)
+			if (m->d[i].obj == obj)
+				break;
+		if (i == m->nd) {
+			snprintf(tmp, sizeof(tmp), "?%s%s", b[0] ? "/" : "", b);
+			strcpy(b, tmp);
+			return b;
+		}
+		snprintf(tmp, sizeof(tmp), "%s%s%s", m->d[i].name, b[0] ? "/" : "", b);
+		strcpy(b, tmp);
+		obj = m->d[i].parent;
+	}
+	return b;
+}
+
+/* -------------------------------------------------------------- operations */
+
+enum opkind {
+	OP_CREATE, OP_WRITE, OP_SETSIZE, OP_SETMODE, OP_SETTIMES, OP_RENAME, OP_LINK, OP_SYMLINK,
+	OP_REMOVE, OP_MKDIR, OP_RMDIR, OP_NKINDS,
+};
+
+static const char *op_name[] = {
+	"create", "write", "setattr-size", "setattr-mode", "setattr-times", "rename", "link",
+	"symlink", "remove", "mkdir", "rmdir",
+};
+
+struct op {
+	enum opkind kind;
+	int worker;
+	int dir;			/* obj id: directory of name */
+	char name[CR_NAME_MAX];
+	int dir2;			/* RENAME target directory, LINK: target directory */
+	char name2[CR_NAME_MAX];
+	int obj;			/* WRITE, SETATTR, LINK source */
+	uint64_t off;
+	uint32_t len, seed;
+	uint32_t mode;
+	uint32_t size;
+	int server_time;		/* SETTIMES: SET_TO_SERVER_TIME */
+	nfstime3 atime, mtime;
+	char target[CR_TARGET_MAX + 1];
+	int seq;			/* this client's op number */
+};
+
+static const char *op_desc(const struct model *m, const struct op *op)
+{
+	static char b[2][768];
+	static int k;
+	char *s = b[k++ & 1];
+	const char *dp = model_path(m, op->dir);
+
+	switch (op->kind) {
+	case OP_CREATE:
+	case OP_MKDIR:
+		snprintf(s, 768, "w%d#%d %s %s/%s mode %04o", op->worker, op->seq, op_name[op->kind], dp,
+			 op->name, op->mode);
+		break;
+	case OP_SYMLINK:
+		snprintf(s, 768, "w%d#%d symlink %s/%s -> %s", op->worker, op->seq, dp, op->name,
+			 op->target);
+		break;
+	case OP_REMOVE:
+	case OP_RMDIR:
+		snprintf(s, 768, "w%d#%d %s %s/%s", op->worker, op->seq, op_name[op->kind], dp, op->name);
+		break;
+	case OP_RENAME:
+		snprintf(s, 768, "w%d#%d rename %s/%s -> %s/%s", op->worker, op->seq, dp, op->name,
+			 model_path(m, op->dir2), op->name2);
+		break;
+	case OP_LINK:
+		snprintf(s, 768, "w%d#%d link %s -> %s/%s", op->worker, op->seq, model_path(m, op->obj),
+			 model_path(m, op->dir2), op->name2);
+		break;
+	case OP_WRITE:
+		snprintf(s, 768, "w%d#%d write %s off %" PRIu64 " len %u seed %u", op->worker, op->seq,
+			 model_path(m, op->obj), op->off, op->len, op->seed);
+		break;
+	case OP_SETSIZE:
+		snprintf(s, 768, "w%d#%d setattr %s size %u", op->worker, op->seq, model_path(m, op->obj),
+			 op->size);
+		break;
+	case OP_SETMODE:
+		snprintf(s, 768, "w%d#%d setattr %s mode %04o", op->worker, op->seq,
+			 model_path(m, op->obj), op->mode);
+		break;
+	case OP_SETTIMES:
+		if (op->server_time)
+			snprintf(s, 768, "w%d#%d setattr %s times=server", op->worker, op->seq,
+				 model_path(m, op->obj));
+		else
+			snprintf(s, 768, "w%d#%d setattr %s atime %u.%09u mtime %u.%09u", op->worker,
+				 op->seq, model_path(m, op->obj), op->atime.seconds, op->atime.nseconds,
+				 op->mtime.seconds, op->mtime.nseconds);
+		break;
+	default:
+		snprintf(s, 768, "?");
+	}
+	return s;
+}
+
+static void dir_changed(struct model *m, int dir)
+{
+	m->o[dir].mtime_known = 0;
+}
+
+/* model_apply -- the effect of a successful op; fh is the new object's
+ * handle from the reply (or NULL). maybe: the outcome is guessed, not
+ * acknowledged (modes of created objects are then not compared: a killed
+ * create may stop between creat and chmod). */
+static void model_apply(struct model *m, const struct op *op, const struct fh *fh, uint32_t count,
+			int maybe)
+{
+	struct obj *o;
+	int i, obj;
+
+	switch (op->kind) {
+	case OP_CREATE:
+	case OP_MKDIR:
+	case OP_SYMLINK:
+		obj = model_new_obj(m, op->kind == OP_CREATE ? T_REG : op->kind == OP_MKDIR ? T_DIR : T_LNK,
+				    op->worker, op->mode);
+		o = &m->o[obj];
+		o->mode_unknown = maybe;
+		if (o->type == T_REG)
+			o->data = calloc(1, CR_FILE_MAX);
+		if (o->type == T_LNK)
+			snprintf(o->target, sizeof(o->target), "%s", op->target);
+		if (fh)
+			model_add_fh(o, fh);
+		model_add_dent(m, op->dir, op->name, obj);
+		dir_changed(m, op->dir);
+		break;
+	case OP_WRITE:
+		o = &m->o[op->obj];
+		if (count > op->len)
+			count = op->len;
+		pattern(o->data + op->off, op->seed, op->off, count);
+		if (op->off + count > o->size)
+			o->size = op->off + count;
+		o->mtime_known = 0;
+		break;
+	case OP_SETSIZE:
+		o = &m->o[op->obj];
+		if (op->size < o->size)
+			memset(o->data + op->size, 0, o->size - op->size);
+		o->size = op->size;
+		o->mtime_known = 0;
+		break;
+	case OP_SETMODE:
+		m->o[op->obj].mode = op->mode;
+		m->o[op->obj].mode_unknown = 0;
+		break;
+	case OP_SETTIMES:
+		o = &m->o[op->obj];
+		o->mtime_known = o->atime_known = !op->server_time;
+		o->mtime = op->mtime;
+		o->atime = op->atime;
+		break;
+	case OP_RENAME: {
+		int src = model_lookup(m, op->dir, op->name);
+		int dst = model_lookup(m, op->dir2, op->name2);
+
+		if (src < 0)
+			break;
+		obj = m->d[src].obj;
+		if (dst >= 0 && m->d[dst].obj == obj)
+			break;		/* two links of one file: POSIX says do nothing */
+		if (dst >= 0) {
+			model_unlink(m, dst);
+			src = model_lookup(m, op->dir, op->name);
+		}
+		m->d[src].parent = op->dir2;
+		snprintf(m->d[src].name, CR_NAME_MAX, "%s", op->name2);
+		dir_changed(m, op->dir);
+		dir_changed(m, op->dir2);
+		if (m->o[obj].type == T_DIR)
+			m->o[obj].mtime_known = 0;
+		break;
+	}
+	case OP_LINK:
+		model_add_dent(m, op->dir2, op->name2, op->obj);
+		dir_changed(m, op->dir2);
+		break;
+	case OP_REMOVE:
+	case OP_RMDIR:
+		i = model_lookup(m, op->dir, op->name);
+		if (i >= 0)
+			model_unlink(m, i);
+		dir_changed(m, op->dir);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ------------------------------------------------------ choosing an op */
+
+struct wstat {
+	int dirs[CR_DIRS_MAX * 2];
+	int ndirs;
+	int ents[CR_ENTRIES_MAX * 2];	/* dent indexes in this subtree */
+	int nents;
+};
+
+static int in_subtree(const struct model *m, int obj, int top)
+{
+	int guard = 0;
+
+	while (guard++ < 64) {
+		int i;
+
+		if (obj == top)
+			return 1;
+		if (obj == m->root)
+			return 0;
+		for (i = 0; i < m->nd; i++)
+			if (m->d[i].obj == obj && m->o[obj].type == T_DIR)
+				break;
+		if (i == m->nd)
+			return 0;
+		obj = m->d[i].parent;
+	}
+	return 0;
+}
+
+static void worker_stat(const struct model *m, int w, struct wstat *s)
+{
+	s->ndirs = 0;
+	s->nents = 0;
+	s->dirs[s->ndirs++] = m->wroot[w];
+	for (int i = 0; i < m->nd; i++) {
+		const struct obj *o = &m->o[m->d[i].obj];
+
+		if (o->worker != w || m->d[i].obj == m->wroot[w])
+			continue;
+		if (s->nents < (int)(sizeof(s->ents) / sizeof(s->ents[0])))
+			s->ents[s->nents++] = i;
+		if (o->type == T_DIR && s->ndirs < (int)(sizeof(s->dirs) / sizeof(s->dirs[0])))
+			s->dirs[s->ndirs++] = m->d[i].obj;
+	}
+}
+
+static void fresh_name(const struct model *m, int dir, const char *prefix, char *out)
+{
+	for (int t = 0; t < 20; t++) {
+		snprintf(out, CR_NAME_MAX, "%s%u", prefix, rnd(24));
+		if (model_lookup(m, dir, out) < 0)
+			return;
+	}
+	for (unsigned k = 100;; k++) {
+		snprintf(out, CR_NAME_MAX, "%s%u", prefix, k);
+		if (model_lookup(m, dir, out) < 0)
+			return;
+	}
+}
+
+static const uint32_t file_modes[] = { 0644, 0600, 0755, 0640, 0664, 0700, 0604, 0750 };
+static const uint32_t dir_modes[] = { 0755, 0700, 0775, 0750 };
+
+/* choose_op -- an operation that the model says must succeed; -1 if none
+ * (retry) */
+static int choose_op(const struct model *m, int w, int writers_only, struct op *op)
+{
+	struct wstat s;
+	int files[CR_ENTRIES_MAX * 2], nfiles = 0, empty_dirs[CR_DIRS_MAX * 2], nempty = 0;
+	unsigned r;
+
+	worker_stat(m, w, &s);
+	for (int k = 0; k < s.nents; k++) {
+		int obj = m->d[s.ents[k]].obj;
+
+		if (m->o[obj].type == T_REG)
+			files[nfiles++] = obj;
+	}
+	for (int k = 1; k < s.ndirs; k++) {
+		int empty = 1;
+
+		for (int i = 0; i < m->nd; i++)
+			if (m->d[i].parent == s.dirs[k])
+				empty = 0;
+		if (empty)
+			empty_dirs[nempty++] = s.dirs[k];
+	}
+	memset(op, 0, sizeof(*op));
+	op->worker = w;
+	r = rnd(100);
+	if (writers_only) {
+		if (nfiles < 6 || r < 3)
+			op->kind = nfiles < 12 ? OP_CREATE : OP_SETSIZE;
+		else
+			op->kind = OP_WRITE;
+	} else if (r < 13)
+		op->kind = OP_CREATE;
+	else if (r < 38)
+		op->kind = OP_WRITE;
+	else if (r < 43)
+		op->kind = OP_SETSIZE;
+	else if (r < 47)
+		op->kind = OP_SETMODE;
+	else if (r < 51)
+		op->kind = OP_SETTIMES;
+	else if (r < 62)
+		op->kind = OP_RENAME;
+	else if (r < 68)
+		op->kind = OP_LINK;
+	else if (r < 74)
+		op->kind = OP_SYMLINK;
+	else if (r < 86)
+		op->kind = OP_REMOVE;
+	else if (r < 93)
+		op->kind = OP_MKDIR;
+	else
+		op->kind = OP_RMDIR;
+
+	if (s.nents >= CR_ENTRIES_MAX &&
+	    (op->kind == OP_CREATE || op->kind == OP_LINK || op->kind == OP_SYMLINK || op->kind == OP_MKDIR))
+		op->kind = OP_REMOVE;
+
+	switch (op->kind) {
+	case OP_CREATE:
+		op->dir = s.dirs[rnd(s.ndirs)];
+		fresh_name(m, op->dir, "f", op->name);
+		op->mode = file_modes[rnd(8)];
+		return 0;
+	case OP_MKDIR:
+		if (s.ndirs >= CR_DIRS_MAX)
+			return -1;
+		op->dir = s.dirs[rnd(s.ndirs)];
+		fresh_name(m, op->dir, "d", op->name);
+		op->mode = dir_modes[rnd(4)];
+		return 0;
+	case OP_SYMLINK: {
+		static const char *targets[] = { "f1", "../f2", "/etc/passwd", "d0/f3", "no such target",
+						 "." };
+
+		op->dir = s.dirs[rnd(s.ndirs)];
+		fresh_name(m, op->dir, "s", op->name);
+		snprintf(op->target, sizeof(op->target), "%s.%u", targets[rnd(6)], rnd(1000));
+		op->mode = 0777;
+		return 0;
+	}
+	case OP_WRITE: {
+		struct obj *o;
+
+		if (!nfiles)
+			return -1;
+		op->obj = files[rnd(nfiles)];
+		o = &m->o[op->obj];
+		op->off = rnd(100) < 50 ? o->size : rnd(o->size + 4096);
+		op->len = 1 + rnd(rnd(4) ? CR_WRITE_MAX : 600);
+		if (writers_only)
+			op->len = CR_WRITE_MAX - rnd(4096);
+		if (op->off + op->len > CR_FILE_MAX) {
+			op->off = rnd(CR_FILE_MAX / 2);
+			if (op->off + op->len > CR_FILE_MAX)
+				op->len = CR_FILE_MAX - op->off;
+		}
+		op->seed = (uint32_t)rng();
+		return 0;
+	}
+	case OP_SETSIZE:
+		if (!nfiles)
+			return -1;
+		op->obj = files[rnd(nfiles)];
+		op->size = rnd(3) == 0 ? 0 : rnd(m->o[op->obj].size + 8192);
+		if (op->size > CR_FILE_MAX)
+			op->size = CR_FILE_MAX;
+		return 0;
+	case OP_SETMODE:
+		if (s.nents == 0)
+			return -1;
+		op->obj = m->d[s.ents[rnd(s.nents)]].obj;
+		if (m->o[op->obj].type == T_LNK)
+			return -1;
+		op->mode = m->o[op->obj].type == T_DIR ? dir_modes[rnd(4)] : file_modes[rnd(8)];
+		return 0;
+	case OP_SETTIMES:
+		if (s.nents == 0)
+			return -1;
+		op->obj = m->d[s.ents[rnd(s.nents)]].obj;
+		if (m->o[op->obj].type == T_LNK)
+			return -1;
+		op->server_time = rnd(5) == 0;
+		op->atime.seconds = 1000000000 + rnd(600000000);
+		op->atime.nseconds = rnd(1000000000);
+		op->mtime.seconds = 1000000000 + rnd(600000000);
+		op->mtime.nseconds = rnd(1000000000);
+		return 0;
+	case OP_RENAME: {
+		int i, obj;
+
+		if (s.nents == 0)
+			return -1;
+		i = s.ents[rnd(s.nents)];
+		obj = m->d[i].obj;
+		op->dir = m->d[i].parent;
+		snprintf(op->name, CR_NAME_MAX, "%s", m->d[i].name);
+		op->dir2 = s.dirs[rnd(s.ndirs)];
+		if (m->o[obj].type == T_DIR) {
+			if (in_subtree(m, op->dir2, obj))
+				return -1;
+			fresh_name(m, op->dir2, "d", op->name2);
+			return 0;
+		}
+		op->obj = obj;
+		if (rnd(3) == 0) {
+			/* over an existing non-directory of the target directory (maybe a
+			 * hard link of the source itself) */
+			for (int t = 0; t < 8; t++) {
+				int j = s.ents[rnd(s.nents)];
+
+				if (m->d[j].parent == op->dir2 && m->o[m->d[j].obj].type != T_DIR && j != i) {
+					snprintf(op->name2, CR_NAME_MAX, "%s", m->d[j].name);
+					return 0;
+				}
+			}
+		}
+		fresh_name(m, op->dir2, m->o[obj].type == T_LNK ? "s" : "f", op->name2);
+		return 0;
+	}
+	case OP_LINK:
+		if (!nfiles)
+			return -1;
+		op->obj = files[rnd(nfiles)];
+		op->dir2 = s.dirs[rnd(s.ndirs)];
+		fresh_name(m, op->dir2, "l", op->name2);
+		return 0;
+	case OP_REMOVE: {
+		int cand[CR_ENTRIES_MAX * 2], n = 0, i;
+
+		for (int k = 0; k < s.nents; k++)
+			if (m->o[m->d[s.ents[k]].obj].type != T_DIR)
+				cand[n++] = s.ents[k];
+		if (!n)
+			return -1;
+		i = cand[rnd(n)];
+		op->dir = m->d[i].parent;
+		snprintf(op->name, CR_NAME_MAX, "%s", m->d[i].name);
+		return 0;
+	}
+	case OP_RMDIR: {
+		int d, i;
+
+		if (!nempty)
+			return -1;
+		d = empty_dirs[rnd(nempty)];
+		for (i = 0; i < m->nd; i++)
+			if (m->d[i].obj == d)
+				break;
+		op->dir = m->d[i].parent;
+		snprintf(op->name, CR_NAME_MAX, "%s", m->d[i].name);
+		return 0;
+	}
+	default:
+		return -1;
+	}
+}
+
+/* ---------------------------------------------------------- sending ops */
+
+static void sattr_none(sattr3 *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->atime.set_it = DONT_CHANGE;
+	a->mtime.set_it = DONT_CHANGE;
+}
+
+/* op_send -- queue the op's RPC on rpc; the reply lands in r. The handles
+ * used are the first held handle of each object. */
+static int op_send(struct rpc_context *rpc, const struct model *m, const struct op *op,
+		   unsigned char *wbuf, struct res *r)
+{
+	const struct obj *dir = &m->o[op->dir], *dir2 = &m->o[op->dir2], *obj = &m->o[op->obj];
+
+	switch (op->kind) {
+	case OP_CREATE: {
+		CREATE3args a;
+
+		memset(&a, 0, sizeof(a));
+		a.where.dir = fh3(&dir->fh[0]);
+		a.where.name = (char *)op->name;
+		a.how.mode = GUARDED;
+		sattr_none(&a.how.createhow3_u.obj_attributes);
+		a.how.createhow3_u.obj_attributes.mode.set_it = 1;
+		a.how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = op->mode;
+		res_reset(r, P_CREATE);
+		return rpc_nfs3_create_async(rpc, res_cb, &a, r);
+	}
+	case OP_MKDIR: {
+		MKDIR3args a;
+
+		memset(&a, 0, sizeof(a));
+		a.where.dir = fh3(&dir->fh[0]);
+		a.where.name = (char *)op->name;
+		sattr_none(&a.attributes);
+		a.attributes.mode.set_it = 1;
+		a.attributes.mode.set_mode3_u.mode = op->mode;
+		res_reset(r, P_MKDIR);
+		return rpc_nfs3_mkdir_async(rpc, res_cb, &a, r);
+	}
+	case OP_SYMLINK: {
+		SYMLINK3args a;
+
+		memset(&a, 0, sizeof(a));
+		a.where.dir = fh3(&dir->fh[0]);
+		a.where.name = (char *)op->name;
+		sattr_none(&a.symlink.symlink_attributes);
+		a.symlink.symlink_data = (char *)op->target;
+		res_reset(r, P_SYMLINK);
+		return rpc_nfs3_symlink_async(rpc, res_cb, &a, r);
+	}
+	case OP_WRITE: {
+		WRITE3args a;
+
+		memset(&a, 0, sizeof(a));
+		a.file = fh3(&obj->fh[0]);
+		a.offset = op->off;
+		a.count = op->len;
+		a.stable = FILE_SYNC;
+		pattern(wbuf, op->seed, op->off, op->len);
+		a.data.data_len = op->len;
+		a.data.data_val = (char *)wbuf;
+		res_reset(r, P_WRITE);
+		return rpc_nfs3_write_async(rpc, res_cb, &a, r);
+	}
+	case OP_SETSIZE:
+	case OP_SETMODE:
+	case OP_SETTIMES: {
+		SETATTR3args a;
+
+		memset(&a, 0, sizeof(a));
+		a.object = fh3(&obj->fh[0]);
+		sattr_none(&a.new_attributes);
+		if (op->kind == OP_SETSIZE) {
+			a.new_attributes.size.set_it = 1;
+			a.new_attributes.size.set_size3_u.size = op->size;
+		} else if (op->kind == OP_SETMODE) {
+			a.new_attributes.mode.set_it = 1;
+			a.new_attributes.mode.set_mode3_u.mode = op->mode;
+		} else if (op->server_time) {
+			a.new_attributes.atime.set_it = SET_TO_SERVER_TIME;
+			a.new_attributes.mtime.set_it = SET_TO_SERVER_TIME;
+		} else {
+			a.new_attributes.atime.set_it = SET_TO_CLIENT_TIME;
+			a.new_attributes.atime.set_atime_u.atime = op->atime;
+			a.new_attributes.mtime.set_it = SET_TO_CLIENT_TIME;
+			a.new_attributes.mtime.set_mtime_u.mtime = op->mtime;
+		}
+		res_reset(r, P_SETATTR);
+		return rpc_nfs3_setattr_async(rpc, res_cb, &a, r);
+	}
+	case OP_RENAME: {
+		RENAME3args a;
+
+		a.from.dir = fh3(&dir->fh[0]);
+		a.from.name = (char *)op->name;
+		a.to.dir = fh3(&dir2->fh[0]);
+		a.to.name = (char *)op->name2;
+		res_reset(r, P_RENAME);
+		return rpc_nfs3_rename_async(rpc, res_cb, &a, r);
+	}
+	case OP_LINK: {
+		LINK3args a;
+
+		a.file = fh3(&obj->fh[0]);
+		a.link.dir = fh3(&dir2->fh[0]);
+		a.link.name = (char *)op->name2;
+		res_reset(r, P_LINK);
+		return rpc_nfs3_link_async(rpc, res_cb, &a, r);
+	}
+	case OP_REMOVE:
+	case OP_RMDIR: {
+		REMOVE3args a;
+
+		a.object.dir = fh3(&dir->fh[0]);
+		a.object.name = (char *)op->name;
+		if (op->kind == OP_REMOVE) {
+			res_reset(r, P_REMOVE);
+			return rpc_nfs3_remove_async(rpc, res_cb, &a, r);
+		}
+		res_reset(r, P_RMDIR);
+		return rpc_nfs3_rmdir_async(rpc, res_cb, (RMDIR3args *)&a, r);
+	}
+	default:
+		return -1;
+	}
+}
+
+/* op_needs_handles -- every object the op addresses has a handle */
+static int op_has_handles(const struct model *m, const struct op *op)
+{
+	switch (op->kind) {
+	case OP_CREATE:
+	case OP_MKDIR:
+	case OP_SYMLINK:
+	case OP_REMOVE:
+	case OP_RMDIR:
+		return m->o[op->dir].nfh > 0;
+	case OP_RENAME:
+		return m->o[op->dir].nfh > 0 && m->o[op->dir2].nfh > 0;
+	case OP_LINK:
+		return m->o[op->obj].nfh > 0 && m->o[op->dir2].nfh > 0;
+	default:
+		return m->o[op->obj].nfh > 0;
+	}
+}
+
+/* ---------------------------------------------------------------- workers */
+
+struct worker {
+	int id;
+	int enabled;			/* cleared at the first failure of this subtree */
+	struct rpc_context *rpc;
+	int inflight;
+	struct op op;
+	struct res res;
+	long long retry_at;		/* JUKEBOX: resend at */
+	int maybe;			/* op was in flight when the server died */
+	struct op maybe_op;
+	int seq;
+	unsigned char *wbuf;
+	long acked, jukebox;
+};
+
+static struct worker W[CR_WORKERS_MAX];
+
+static struct stats {
+	long acked, maybes, maybe_applied, kills, startup_kills, replays_always, jukebox, handles,
+		dead_handles, cycles, stops, fileid_changed, partial_writes;
+	long by_kind[OP_NKINDS];
+} ST;
+
+static void workers_close(void)
+{
+	for (int i = 0; i < cfg.workers; i++)
+		if (W[i].rpc) {
+			rpc_destroy_context(W[i].rpc);
+			W[i].rpc = NULL;
+		}
+}
+
+/* workers_open -- one connection per client */
+static int workers_open(void)
+{
+	for (int i = 0; i < cfg.workers; i++) {
+		W[i].rpc = rpc_open(srv.nfs_port, CR_NFS_PROG);
+		if (!W[i].rpc)
+			return -1;
+		W[i].inflight = 0;
+		W[i].retry_at = 0;
+	}
+	return 0;
+}
+
+static void worker_disable(struct worker *w, const char *why)
+{
+	if (w->enabled)
+		info("client w%d disabled for the rest of the run: %s", w->id, why);
+	w->enabled = 0;
+}
+
+/* worker_reply -- a reply came back for w's op */
+static void worker_reply(struct worker *w)
+{
+	struct res *r = &w->res;
+	struct op *op = &w->op;
+
+	if (r->rpc_status != RPC_STATUS_SUCCESS) {
+		/* the caller checks whether the server was killed; if not, the
+		 * connection died on its own */
+		failf("%s: RPC failed while the server was not being killed: %s", op_desc(&M, op), r->err);
+		server_log_tail(30);
+		w->inflight = 0;
+		w->maybe = 1;
+		w->maybe_op = *op;
+		worker_disable(w, "RPC failure");
+		return;
+	}
+	if (r->status == NFS3ERR_JUKEBOX) {
+		w->jukebox++;
+		ST.jukebox++;
+		w->retry_at = now_ms() + 10 + rnd(40);
+		w->inflight = 0;
+		return;
+	}
+	w->inflight = 0;
+	w->retry_at = 0;
+	if (r->status != NFS3_OK) {
+		failf("%s: the server answered %s (%d); the model says it must succeed", op_desc(&M, op),
+		      nfsstat3_to_str(r->status), r->status);
+		server_log_tail(20);
+		w->maybe = 1;
+		w->maybe_op = *op;
+		worker_disable(w, "unexpected error reply");
+		return;
+	}
+	if (op->kind == OP_WRITE && (r->committed != FILE_SYNC || r->count == 0 || r->count > op->len)) {
+		failf("%s: WRITE reply count %u committed %u (asked FILE_SYNC)", op_desc(&M, op), r->count,
+		      r->committed);
+		if (r->count == 0 || r->count > op->len) {
+			worker_disable(w, "bad WRITE reply");
+			return;
+		}
+	}
+	model_apply(&M, op, r->has_fh ? &r->fh : NULL, op->kind == OP_WRITE ? r->count : 0, 0);
+	w->acked++;
+	ST.acked++;
+	ST.by_kind[op->kind]++;
+}
+
+/* worker_next -- choose and send the next op (or resend a JUKEBOXed one) */
+static void worker_next(struct worker *w, int writers_only)
+{
+	if (!w->enabled || w->inflight || !w->rpc)
+		return;
+	if (w->retry_at) {
+		if (now_ms() < w->retry_at)
+			return;
+	} else {
+		int t;
+
+		for (t = 0; t < 20; t++)
+			if (choose_op(&M, w->id, writers_only, &w->op) == 0 && op_has_handles(&M, &w->op))
+				break;
+		if (t == 20)
+			return;
+		w->op.seq = ++w->seq;
+	}
+	if (op_send(w->rpc, &M, &w->op, w->wbuf, &w->res) < 0) {
+		failf("%s: libnfs could not queue the call: %s", op_desc(&M, &w->op), rpc_get_error(w->rpc));
+		worker_disable(w, "queue failure");
+		return;
+	}
+	w->inflight = 1;
+}
+
+/* run_workload -- until deadline_ms; at hook_ms (if >0) call hook once.
+ * Returns when the deadline passes; in-flight ops are left in flight. */
+static void run_workload(long long deadline_ms, long long hook_ms, void (*hook)(void), int writers_only)
+{
+	struct pollfd pfd[CR_WORKERS_MAX];
+
+	while (now_ms() < deadline_ms) {
+		int n = 0, idx[CR_WORKERS_MAX], active = 0;
+
+		if (hook && hook_ms && now_ms() >= hook_ms) {
+			hook();
+			hook = NULL;
+		}
+		for (int i = 0; i < cfg.workers; i++) {
+			worker_next(&W[i], writers_only);
+			if (!W[i].rpc)
+				continue;
+			if (W[i].enabled)
+				active++;
+			pfd[n].fd = rpc_get_fd(W[i].rpc);
+			pfd[n].events = rpc_which_events(W[i].rpc);
+			pfd[n].revents = 0;
+			idx[n++] = i;
+		}
+		if (!active)
+			return;
+		if (poll(pfd, n, 2) < 0 && errno != EINTR)
+			return;
+		for (int k = 0; k < n; k++) {
+			struct worker *w = &W[idx[k]];
+
+			if (rpc_service(w->rpc, pfd[k].revents) < 0 && !w->res.done) {
+				/* connection lost with the op unanswered */
+				if (w->inflight) {
+					w->res.done = 1;
+					w->res.rpc_status = RPC_STATUS_ERROR;
+					snprintf(w->res.err, sizeof(w->res.err), "%s", rpc_get_error(w->rpc));
+				}
+			}
+			if (w->inflight && w->res.done)
+				worker_reply(w);
+		}
+	}
+}
+
+/* workers_crashed -- the server is dead: every op in flight is a "maybe" */
+static void workers_crashed(void)
+{
+	for (int i = 0; i < cfg.workers; i++) {
+		struct worker *w = &W[i];
+
+		if (w->inflight || w->retry_at) {
+			w->maybe = 1;
+			w->maybe_op = w->op;
+			ST.maybes++;
+		}
+		w->inflight = 0;
+		w->retry_at = 0;
+	}
+	workers_close();
+}
+
+/* ------------------------------------------------------------ checking */
+
+struct lent {
+	char path[320];
+	int type;
+	uint32_t mode;
+	int mode_any;
+	uint32_t size;
+	int nlink;
+	uint64_t key;			/* obj id / inode: which names share a file */
+	char group[320];		/* first path of the same key */
+	uint32_t crc;
+	const unsigned char *data;	/* expected side only */
+	unsigned char *own;		/* actual side: read from the file */
+	char target[CR_TARGET_MAX + 1];
+	int mtime_known, atime_known;
+	nfstime3 mtime, atime;
+};
+
+struct listing {
+	struct lent *e;
+	int n, cap;
+};
+
+static struct lent *listing_add(struct listing *l)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->e = realloc(l->e, l->cap * sizeof(*l->e));
+	}
+	memset(&l->e[l->n], 0, sizeof(l->e[0]));
+	return &l->e[l->n++];
+}
+
+static void listing_free(struct listing *l)
+{
+	for (int i = 0; i < l->n; i++)
+		free(l->e[i].own);
+	free(l->e);
+	memset(l, 0, sizeof(*l));
+}
+
+static int lent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct lent *)a)->path, ((const struct lent *)b)->path);
+}
+
+static void listing_finish(struct listing *l)
+{
+	qsort(l->e, l->n, sizeof(l->e[0]), lent_cmp);
+	for (int i = 0; i < l->n; i++) {
+		if (l->e[i].type != T_REG)
+			continue;
+		for (int j = 0; j <= i; j++)
+			if (l->e[j].type == T_REG && l->e[j].key == l->e[i].key) {
+				snprintf(l->e[i].group, sizeof(l->e[i].group), "%s", l->e[j].path);
+				break;
+			}
+	}
+}
+
+static void model_listing_dir(const struct model *m, int dir, const char *prefix, struct listing *l,
+			      int depth)
+{
+	if (depth > 32)
+		return;
+	for (int i = 0; i < m->nd; i++) {
+		const struct obj *o;
+		struct lent *e;
+
+		if (m->d[i].parent != dir)
+			continue;
+		o = &m->o[m->d[i].obj];
+		e = listing_add(l);
+		snprintf(e->path, sizeof(e->path), "%s/%s", prefix, m->d[i].name);
+		e->type = o->type;
+		e->mode = o->mode & 07777;
+		e->mode_any = o->mode_unknown || o->type == T_LNK;
+		e->key = m->d[i].obj;
+		if (o->type == T_REG) {
+			e->size = o->size;
+			e->nlink = model_nlink(m, m->d[i].obj);
+			e->data = o->data;
+			e->crc = crc32_buf(o->data, o->size);
+		}
+		if (o->type == T_LNK) {
+			snprintf(e->target, sizeof(e->target), "%s", o->target);
+			e->size = strlen(o->target);
+		}
+		e->mtime_known = o->mtime_known;
+		e->mtime = o->mtime;
+		e->atime_known = o->atime_known && o->type == T_REG;
+		e->atime = o->atime;
+		if (o->type == T_DIR) {
+			char p[320];
+
+			snprintf(p, sizeof(p), "%s", e->path);
+			model_listing_dir(m, m->d[i].obj, p, l, depth + 1);
+		}
+	}
+}
+
+static void model_listing(const struct model *m, int w, struct listing *l)
+{
+	char p[16];
+
+	snprintf(p, sizeof(p), "w%d", w);
+	model_listing_dir(m, m->wroot[w], p, l, 0);
+	listing_finish(l);
+}
+
+/* host_listing -- the export as the host sees it (no NFS involved) */
+static int host_listing_dir(const char *root, const char *rel, struct listing *l, int depth)
+{
+	char full[600];
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(full, sizeof(full), "%s/%s", root, rel);
+	d = opendir(full);
+	if (!d) {
+		failf("host: opendir %s: %s", full, strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		struct lent *e;
+		char p[600];
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s/%s", root, rel, de->d_name);
+		if (lstat(p, &st) < 0)
+			continue;
+		e = listing_add(l);
+		if (strlen(rel) + strlen(de->d_name) + 2 > sizeof(e->path))
+			continue;
+		snprintf(e->path, sizeof(e->path), "%.60s/%.255s", rel, de->d_name);
+		e->type = S_ISREG(st.st_mode) ? T_REG : S_ISDIR(st.st_mode) ? T_DIR : S_ISLNK(st.st_mode) ? T_LNK : 99;
+		e->mode = st.st_mode & 07777;
+		e->key = st.st_ino;
+		e->mtime_known = e->atime_known = 1;
+		e->mtime.seconds = st.st_mtim.tv_sec;
+		e->mtime.nseconds = st.st_mtim.tv_nsec;
+		e->atime.seconds = st.st_atim.tv_sec;
+		e->atime.nseconds = st.st_atim.tv_nsec;
+		if (e->type == T_REG) {
+			int fd = open(p, O_RDONLY | O_NOATIME);
+
+			e->size = st.st_size;
+			e->nlink = st.st_nlink;
+			e->own = calloc(1, st.st_size + 1);
+			if (fd >= 0) {
+				ssize_t got = pread(fd, e->own, st.st_size, 0);
+
+				if (got != st.st_size)
+					e->size = got < 0 ? 0 : got;
+				close(fd);
+			}
+			e->data = e->own;
+			e->crc = crc32_buf(e->own, e->size);
+		}
+		if (e->type == T_LNK) {
+			ssize_t n = readlink(p, e->target, CR_TARGET_MAX);
+
+			e->target[n > 0 ? n : 0] = '\0';
+			e->size = st.st_size;
+		}
+		if (e->type == T_DIR && depth < 32) {
+			char r2[320];
+
+			snprintf(r2, sizeof(r2), "%s", e->path);
+			host_listing_dir(root, r2, l, depth + 1);
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+static int host_listing(int w, struct listing *l)
+{
+	char rel[16];
+	int rc;
+
+	snprintf(rel, sizeof(rel), "w%d", w);
+	rc = host_listing_dir(srv.export, rel, l, 0);
+	listing_finish(l);
+	return rc;
+}
+
+static const char *type_name(int t)
+{
+	return t == T_REG ? "file" : t == T_DIR ? "dir" : t == T_LNK ? "symlink" : "other";
+}
+
+static const char *lent_desc(const struct lent *e)
+{
+	static char b[2][700];
+	static int k;
+	char *s = b[k++ & 1];
+
+	if (!e)
+		return "(absent)";
+	if (e->type == T_REG)
+		snprintf(s, 700, "file mode %04o size %u nlink %d crc %08x same-file-as %s", e->mode, e->size,
+			 e->nlink, e->crc, e->group);
+	else if (e->type == T_LNK)
+		snprintf(s, 700, "symlink -> '%s'", e->target);
+	else
+		snprintf(s, 700, "%s mode %04o", type_name(e->type), e->mode);
+	return s;
+}
+
+/* listing_diff -- 0 if actual matches expected; else a description of the
+ * first difference(s) in msg */
+static int listing_diff(const struct listing *ex, const struct listing *ac, char *msg, size_t cap)
+{
+	int i = 0, j = 0, ndiff = 0;
+	size_t len = 0;
+
+	msg[0] = '\0';
+#define CR_ADD(...) \
+	do { \
+		if (len < cap) \
+			len += snprintf(msg + len, cap - len, __VA_ARGS__); \
+	} while (0)
+	while (i < ex->n || j < ac->n) {
+		const struct lent *e = i < ex->n ? &ex->e[i] : NULL;
+		const struct lent *a = j < ac->n ? &ac->e[j] : NULL;
+		int c = !e ? 1 : !a ? -1 : strcmp(e->path, a->path);
+
+		if (c < 0) {
+			CR_ADD("\n    %s: expected %s, found nothing", e->path, lent_desc(e));
+			ndiff++;
+			i++;
+			continue;
+		}
+		if (c > 0) {
+			CR_ADD("\n    %s: expected nothing, found %s", a->path, lent_desc(a));
+			ndiff++;
+			j++;
+			continue;
+		}
+		i++;
+		j++;
+		if (e->type != a->type || (!e->mode_any && e->type != T_LNK && e->mode != a->mode) ||
+		    (e->type == T_REG && (e->size != a->size || e->nlink != a->nlink || e->crc != a->crc ||
+					  strcmp(e->group, a->group))) ||
+		    (e->type == T_LNK && strcmp(e->target, a->target))) {
+			CR_ADD("\n    %s: expected %s, found %s", e->path, lent_desc(e), lent_desc(a));
+			if (e->type == T_REG && a->type == T_REG && e->crc != a->crc) {
+				uint32_t k, n = e->size < a->size ? e->size : a->size;
+
+				for (k = 0; k < n && e->data[k] == a->data[k]; k++)
+					;
+				CR_ADD(" (first differing byte at offset %u of %u/%u)", k, e->size, a->size);
+			}
+			ndiff++;
+			continue;
+		}
+		if (e->mtime_known && (e->mtime.seconds != a->mtime.seconds || e->mtime.nseconds != a->mtime.nseconds)) {
+			CR_ADD("\n    %s: expected mtime %u.%09u, found %u.%09u", e->path, e->mtime.seconds,
+			       e->mtime.nseconds, a->mtime.seconds, a->mtime.nseconds);
+			ndiff++;
+		}
+		if (e->atime_known && (e->atime.seconds != a->atime.seconds || e->atime.nseconds != a->atime.nseconds)) {
+			CR_ADD("\n    %s: expected atime %u.%09u, found %u.%09u", e->path, e->atime.seconds,
+			       e->atime.nseconds, a->atime.seconds, a->atime.nseconds);
+			ndiff++;
+		}
+	}
+#undef CR_ADD
+	return ndiff;
+}
+
+/* ---------------------------------------------------- sync calls (checker) */
+
+static struct rpc_context *chk;		/* the checker's own connection */
+
+static int sync_wait(struct res *r, const char *what)
+{
+	if (rpc_wait(chk, &r->done, CR_RPC_TIMEOUT_MS) < 0 || r->rpc_status != RPC_STATUS_SUCCESS) {
+		failf("checker: %s: RPC failed: %s", what, r->done ? r->err : "timeout");
+		return -1;
+	}
+	return 0;
+}
+
+static int do_getattr(const struct fh *f, struct res *r)
+{
+	GETATTR3args a;
+
+	a.object = fh3(f);
+	res_reset(r, P_GETATTR);
+	if (rpc_nfs3_getattr_async(chk, res_cb, &a, r) < 0)
+		return -1;
+	return sync_wait(r, "GETATTR");
+}
+
+static int do_lookup(const struct fh *dir, const char *name, struct res *r)
+{
+	LOOKUP3args a;
+
+	a.what.dir = fh3(dir);
+	a.what.name = (char *)name;
+	res_reset(r, P_LOOKUP);
+	if (rpc_nfs3_lookup_async(chk, res_cb, &a, r) < 0)
+		return -1;
+	return sync_wait(r, "LOOKUP");
+}
+
+static int do_mnt(struct fh *root)
+{
+	struct rpc_context *m = rpc_open(srv.mount_port, CR_MOUNT_PROG);
+	struct res r;
+	int rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	if (!m)
+		return -1;
+	res_reset(&r, P_MNT);
+	if (rpc_mount3_mnt_async(m, res_cb, srv.export, &r) < 0 || rpc_wait(m, &r.done, CR_RPC_TIMEOUT_MS) < 0 ||
+	    r.rpc_status != RPC_STATUS_SUCCESS)
+		failf("MNT %s: RPC failed: %s", srv.export, r.err);
+	else if (r.status != MNT3_OK)
+		failf("MNT %s: status %d", srv.export, r.status);
+	else {
+		*root = r.fh;
+		rc = 0;
+	}
+	rpc_destroy_context(m);
+	res_reset(&r, P_NONE);
+	return rc;
+}
+
+/* check_handle -- one held handle of a live object, through NFS */
+static int check_handle(const struct model *m, int id, const struct fh *f, const char *path)
+{
+	const struct obj *o = &m->o[id];
+	struct res r;
+	int bad = 0;
+
+	memset(&r, 0, sizeof(r));
+	ST.handles++;
+	if (do_getattr(f, &r) < 0)
+		return -1;
+	if (r.status != NFS3_OK) {
+		failf("held handle %s of %s (%s) : GETATTR answered %s", fh_hex(f), path, type_name(o->type),
+		      nfsstat3_to_str(r.status));
+		res_reset(&r, P_NONE);
+		return -1;
+	}
+	if ((int)r.attr.type != o->type || (o->type != T_LNK && !o->mode_unknown && (r.attr.mode & 07777) != o->mode) ||
+	    (o->type == T_REG && (r.attr.size != o->size || (int)r.attr.nlink != model_nlink(m, id)))) {
+		failf("held handle %s of %s: GETATTR type %d mode %04o size %" PRIu64 " nlink %u; expected %s mode %04o size %u nlink %d",
+		      fh_hex(f), path, r.attr.type, r.attr.mode & 07777, (uint64_t)r.attr.size, r.attr.nlink,
+		      type_name(o->type), o->mode, o->size, o->type == T_REG ? model_nlink(m, id) : 0);
+		bad = 1;
+	}
+	if (o->type == T_REG && !bad) {
+		for (uint32_t off = 0; off < o->size || off == 0;) {
+			READ3args a;
+			uint32_t want = o->size - off > 32768 ? 32768 : o->size - off;
+
+			a.file = fh3(f);
+			a.offset = off;
+			a.count = want ? want : 1;
+			res_reset(&r, P_READ);
+			if (rpc_nfs3_read_async(chk, res_cb, &a, &r) < 0 || sync_wait(&r, "READ") < 0) {
+				bad = 1;
+				break;
+			}
+			if (r.status != NFS3_OK || r.dlen != want || memcmp(r.data, o->data + off, want)) {
+				failf("held handle %s of %s: READ at %u answered %s with %zu bytes%s; expected %u bytes crc %08x",
+				      fh_hex(f), path, off, nfsstat3_to_str(r.status), r.dlen,
+				      r.status == NFS3_OK && r.dlen == want ? " that differ" : "", want,
+				      crc32_buf(o->data + off, want));
+				bad = 1;
+				break;
+			}
+			if (!want)
+				break;
+			off += want;
+		}
+	}
+	if (o->type == T_LNK) {
+		READLINK3args a;
+
+		a.symlink = fh3(f);
+		res_reset(&r, P_READLINK);
+		if (rpc_nfs3_readlink_async(chk, res_cb, &a, &r) < 0 || sync_wait(&r, "READLINK") < 0)
+			bad = 1;
+		else if (r.status != NFS3_OK || strcmp((char *)r.data, o->target)) {
+			failf("held handle %s of %s: READLINK answered %s '%s', expected '%s'", fh_hex(f), path,
+			      nfsstat3_to_str(r.status), r.data ? (char *)r.data : "", o->target);
+			bad = 1;
+		}
+	}
+	if (o->type == T_DIR) {
+		/* names through READDIR == the model's names */
+		READDIR3args a;
+		int seen = 0, expected = 0, missing = 0;
+		char extra[300] = "";
+
+		memset(&a, 0, sizeof(a));
+		a.dir = fh3(f);
+		a.count = 65536;
+		for (int i = 0; i < m->nd; i++)
+			if (m->d[i].parent == id)
+				expected++;
+		for (int round = 0; round < 64; round++) {
+			res_reset(&r, P_READDIR);
+			if (rpc_nfs3_readdir_async(chk, res_cb, &a, &r) < 0 || sync_wait(&r, "READDIR") < 0) {
+				bad = 1;
+				break;
+			}
+			if (r.status != NFS3_OK) {
+				failf("held handle %s of %s: READDIR answered %s", fh_hex(f), path,
+				      nfsstat3_to_str(r.status));
+				bad = 1;
+				break;
+			}
+			for (int k = 0; k < r.nnames; k++) {
+				if (!strcmp(r.names[k], ".") || !strcmp(r.names[k], ".."))
+					continue;
+				if (model_lookup(m, id, r.names[k]) >= 0)
+					seen++;
+				else if (strlen(extra) < 200)
+					snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " %s", r.names[k]);
+			}
+			if (r.eof)
+				break;
+			a.cookie = r.cookie;
+			memcpy(a.cookieverf, r.verf, sizeof(a.cookieverf));
+		}
+		missing = expected - seen;
+		if (!bad && (missing || extra[0])) {
+			failf("held handle %s of directory %s: READDIR misses %d of %d names; unexpected:%s",
+			      fh_hex(f), path, missing, expected, extra[0] ? extra : " none");
+			bad = 1;
+		}
+	}
+	res_reset(&r, P_NONE);
+	return bad ? -1 : 0;
+}
+
+/* check_all -- after a restart: resolve the maybes against the host's view,
+ * then check every held handle through NFS, then fetch handles for objects
+ * that have none (and fresh ones by LOOKUP). */
+static void check_all(const char *when)
+{
+	struct fh root;
+	struct res r;
+	int bad_handles = 0;
+
+	memset(&r, 0, sizeof(r));
+	for (int w = 0; w < cfg.workers; w++) {
+		struct listing ex = { 0 }, ac = { 0 };
+		char msg_a[4096], msg_b[4096], scratch[2048];
+		struct worker *wk = &W[w];
+
+		if (!wk->enabled) {
+			wk->maybe = 0;
+			continue;
+		}
+		model_listing(&M, w, &ex);
+		host_listing(w, &ac);
+		if (listing_diff(&ex, &ac, msg_a, sizeof(msg_a)) == 0) {
+			if (wk->maybe && cfg.verbose)
+				info("%s: %s was not applied", when, op_desc(&M, &wk->maybe_op));
+		} else if (wk->maybe) {
+			struct model alt;
+			struct listing ex2 = { 0 };
+
+			const struct op *mop = &wk->maybe_op;
+			uint32_t count = mop->len;
+			int ok;
+
+			/* a killed WRITE may stop between pages (the kernel checks for a
+			 * fatal signal after each page): try every page-boundary prefix */
+			for (;;) {
+				model_clone(&alt, &M);
+				model_apply(&alt, mop, NULL, count, 1);
+				model_listing(&alt, w, &ex2);
+				ok = listing_diff(&ex2, &ac, count == mop->len ? msg_b : scratch,
+						  count == mop->len ? sizeof(msg_b) : sizeof(scratch)) == 0;
+				if (ok || mop->kind != OP_WRITE)
+					break;
+				count = count == mop->len ? 0 : count;
+				count = (uint32_t)(((mop->off + count) / 4096 + 1) * 4096 - mop->off);
+				if (count >= mop->len)
+					break;
+				model_free(&alt);
+				listing_free(&ex2);
+			}
+			if (ok) {
+				if (cfg.verbose || count != mop->len)
+					info("%s: %s was applied%s", when, op_desc(&M, mop),
+					     count != mop->len ? " partly" : "");
+				if (count != mop->len) {
+					ST.partial_writes++;
+					info("%s: only its first %u bytes (up to a page boundary) are there", when, count);
+				}
+				ST.maybe_applied++;
+				model_free(&M);
+				M = alt;
+			} else {
+				failf("%s: subtree w%d matches neither the acknowledged operations nor them plus the one in flight (%s)\n  without it:%s\n  with it:%s",
+				      when, w, op_desc(&M, &wk->maybe_op), msg_a, msg_b);
+				model_free(&alt);
+				worker_disable(wk, "tree mismatch");
+			}
+			listing_free(&ex2);
+		} else {
+			failf("%s: subtree w%d differs from the acknowledged operations (none was in flight):%s", when, w,
+			      msg_a);
+			worker_disable(wk, "tree mismatch");
+		}
+		wk->maybe = 0;
+		listing_free(&ex);
+		listing_free(&ac);
+	}
+
+	/* the root handle */
+	if (do_mnt(&root) == 0 && M.o[M.root].nfh && !fh_eq(&root, &M.o[M.root].fh[0]))
+		failf("%s: MNT root handle changed from %s to %s", when, fh_hex(&M.o[M.root].fh[0]),
+		      fh_hex(&root));
+
+	/* every held handle of a live object */
+	for (int id = 0; id < M.no; id++) {
+		struct obj *o = &M.o[id];
+
+		if (!o->alive || (o->worker >= 0 && !W[o->worker].enabled))
+			continue;
+		for (int k = 0; k < o->nfh; k++)
+			if (check_handle(&M, id, &o->fh[k], model_path(&M, id)) < 0) {
+				o->bad = 1;
+				if (++bad_handles > 20)
+					goto handles_done;
+			}
+	}
+handles_done:
+	if (bad_handles)
+		server_log_tail(20);
+	for (int id = 0; id < M.no; id++)
+		if (M.o[id].bad && M.o[id].worker >= 0)
+			worker_disable(&W[M.o[id].worker], "bad handle");
+	/* the READs above may have moved atimes */
+	for (int id = 0; id < M.no; id++)
+		if (M.o[id].type == T_REG)
+			M.o[id].atime_known = 0;
+
+	/* handles of removed objects must not reach any object */
+	for (int k = 0; k < M.ndead; k++) {
+		ST.dead_handles++;
+		if (do_getattr(&M.dead[k], &r) == 0 && r.status == NFS3_OK) {
+			failf("%s: handle %s of a removed object still works (GETATTR OK, fileid %" PRIu64 " type %d)",
+			      when, fh_hex(&M.dead[k]), (uint64_t)r.attr.fileid, r.attr.type);
+			break;
+		}
+	}
+
+	/* LOOKUP every name: objects created by an applied "maybe" get a handle;
+	 * a different handle for a known object is kept as well */
+	for (int i = 0; i < M.nd; i++) {
+		struct dent *d = &M.d[i];
+		struct obj *o = &M.o[d->obj];
+
+		if (o->worker >= 0 && !W[o->worker].enabled)
+			continue;
+		if (!M.o[d->parent].nfh)
+			continue;
+		if (do_lookup(&M.o[d->parent].fh[0], d->name, &r) < 0)
+			break;
+		if (r.status != NFS3_OK) {
+			failf("%s: LOOKUP %s answered %s", when, model_path(&M, d->obj), nfsstat3_to_str(r.status));
+			worker_disable(&W[o->worker], "LOOKUP failure");
+			continue;
+		}
+		if (o->nfh && r.has_attr) {
+			struct res g;
+
+			memset(&g, 0, sizeof(g));
+			if (do_getattr(&o->fh[0], &g) == 0 && g.status == NFS3_OK && g.attr.fileid != r.attr.fileid)
+				ST.fileid_changed++;
+			res_reset(&g, P_NONE);
+		}
+		model_add_fh(o, &r.fh);
+	}
+	res_reset(&r, P_NONE);
+}
+
+/* ----------------------------------------------------------- test cycles */
+
+/* connect_all -- checker, root handle, clients */
+static int connect_all(void)
+{
+	chk = rpc_open(srv.nfs_port, CR_NFS_PROG);
+	if (!chk)
+		return -1;
+	return workers_open();
+}
+
+static void disconnect_all(void)
+{
+	workers_close();
+	if (chk) {
+		rpc_destroy_context(chk);
+		chk = NULL;
+	}
+}
+
+/* setup_tree -- the model's root and one subtree per client, made through
+ * NFS (acknowledged, so part of the model) */
+static int setup_tree(void)
+{
+	struct fh root;
+	struct res r;
+
+	memset(&r, 0, sizeof(r));
+	model_free(&M);
+	if (do_mnt(&root) < 0)
+		return -1;
+	M.root = model_new_obj(&M, T_DIR, -1, 0755);
+	M.o[M.root].mode_unknown = 1;
+	model_add_fh(&M.o[M.root], &root);
+	for (int w = 0; w < cfg.workers; w++) {
+		MKDIR3args a;
+		char name[16];
+
+		snprintf(name, sizeof(name), "w%d", w);
+		memset(&a, 0, sizeof(a));
+		a.where.dir = fh3(&root);
+		a.where.name = name;
+		sattr_none(&a.attributes);
+		a.attributes.mode.set_it = 1;
+		a.attributes.mode.set_mode3_u.mode = 0755;
+		res_reset(&r, P_MKDIR);
+		if (rpc_nfs3_mkdir_async(chk, res_cb, &a, &r) < 0 || sync_wait(&r, "MKDIR") < 0)
+			return -1;
+		if (r.status != NFS3_OK) {
+			failf("MKDIR /%s: %s", name, nfsstat3_to_str(r.status));
+			return -1;
+		}
+		M.wroot[w] = model_new_obj(&M, T_DIR, w, 0755);
+		model_add_dent(&M, M.root, name, M.wroot[w]);
+		if (r.has_fh)
+			model_add_fh(&M.o[M.wroot[w]], &r.fh);
+		else {
+			res_reset(&r, P_NONE);
+			if (do_lookup(&root, name, &r) < 0 || r.status != NFS3_OK)
+				return -1;
+			model_add_fh(&M.o[M.wroot[w]], &r.fh);
+		}
+		M.o[M.wroot[w]].worker = w;
+	}
+	res_reset(&r, P_NONE);
+	for (int w = 0; w < cfg.workers; w++) {
+		free(W[w].wbuf);
+		res_reset(&W[w].res, P_NONE);
+		memset(&W[w], 0, sizeof(W[w]));
+		W[w].id = w;
+		W[w].enabled = 1;
+		W[w].wbuf = malloc(CR_WRITE_MAX);
+	}
+	return 0;
+}
+
+static int any_enabled(void)
+{
+	for (int w = 0; w < cfg.workers; w++)
+		if (W[w].enabled)
+			return 1;
+	return 0;
+}
+
+/* restart_and_check -- start (replay policy chosen by the caller), connect,
+ * check */
+static int restart_and_check(int replay_always, const char *when)
+{
+	if (replay_always)
+		ST.replays_always++;
+	if (server_start(replay_always, 1) < 0)
+		return -1;
+	if (connect_all() < 0)
+		return -1;
+	check_all(when);
+	return 0;
+}
+
+static void print_stats(const char *mode, long long t0)
+{
+	char kinds[512] = "";
+
+	for (int k = 0; k < OP_NKINDS; k++)
+		snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds), " %s=%ld", op_name[k], ST.by_kind[k]);
+	info("%s: %.1f s, %ld cycles, %ld kills (%ld during start-up), %ld clean stops, %ld restarts with --replay=always",
+	     mode, (now_ms() - t0) / 1000.0, ST.cycles, ST.kills, ST.startup_kills, ST.stops, ST.replays_always);
+	info("%s: %ld acknowledged ops (%s), %ld in flight at a kill (%ld found applied, %ld of them writes cut at a page), %ld JUKEBOX replies",
+	     mode, ST.acked, kinds + 1, ST.maybes, ST.maybe_applied, ST.partial_writes, ST.jukebox);
+	info("%s: %ld held-handle checks, %ld removed-object handle checks, %ld LOOKUPs gave a different fileid than the held handle",
+	     mode, ST.handles, ST.dead_handles, ST.fileid_changed);
+}
+
+/* mode_kill -- SIGKILL at random moments, >= cfg.kills times */
+static int mode_kill(void)
+{
+	long long t0 = now_ms(), end = t0 + cfg.time_limit * 1000LL;
+	char when[64];
+
+	memset(&ST, 0, sizeof(ST));
+	if (server_setup("kill") < 0 || server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0)
+		return -1;
+	while (ST.kills < cfg.kills && now_ms() < end && any_enabled()) {
+		long long dur;
+		unsigned r = rnd(100);
+		int replay_always = cfg.presto && rnd(2);
+
+		ST.cycles++;
+		dur = r < 15 ? rnd(30) : r < 85 ? 30 + rnd(500) : 500 + rnd(1500);
+		run_workload(now_ms() + dur, 0, NULL, 0);
+		if (ST.cycles % 13 == 0) {
+			/* a clean stop now and then: SIGTERM flushes and exits 0 */
+			disconnect_all();
+			workers_crashed();
+			server_stop();
+			ST.stops++;
+		} else {
+			server_kill();
+			ST.kills++;
+			workers_crashed();
+			disconnect_all();
+		}
+		if (rnd(100) < 12 && ST.kills < cfg.kills) {
+			/* kill it again during its start-up (recovery, replay) */
+			if (server_start(replay_always, 0) == 0) {
+				usleep(1000 * rnd(60));
+				server_kill();
+				ST.kills++;
+				ST.startup_kills++;
+			}
+		}
+		snprintf(when, sizeof(when), "after kill %ld", ST.kills);
+		if (restart_and_check(replay_always, when) < 0)
+			break;
+	}
+	/* the end: a clean stop, one more start with replay, a last check */
+	disconnect_all();
+	workers_crashed();
+	server_stop();
+	restart_and_check(cfg.presto, "after the final clean stop");
+	disconnect_all();
+	server_stop();
+	print_stats("kill", t0);
+	if (ST.kills < 30)
+		failf("only %ld kills within %d s (at least 30 wanted)", ST.kills, cfg.time_limit);
+	if (ST.acked < 100)
+		failf("only %ld acknowledged operations", ST.acked);
+	cleanup();
+	return 0;
+}
+
+/* ---------------------------------------------------------- power cut */
+
+static int run_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run_cmd(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	rc = system(cmd);
+	if (rc != 0)
+		failf("command failed (status %d): %s", rc, cmd);
+	return rc == 0 ? 0 : -1;
+}
+
+static long snapshots, snap_mid;
+
+/* snapshot -- freeze the filesystem, copy the image, thaw: what a power cut
+ * at this moment would leave on disk */
+static void snapshot(void)
+{
+	long long t = now_ms();
+
+	if (run_cmd("fsfreeze -f '%s'", cfg.export_dir) < 0)
+		return;
+	frozen = 1;
+	run_cmd("cp --sparse=always '%s' '%s'", cfg.image, cfg.copy);
+	thaw();
+	snapshots++;
+	if (cfg.verbose)
+		info("snapshot took %lld ms", now_ms() - t);
+}
+
+static int restore_copy(void)
+{
+	if (run_cmd("umount '%s'", cfg.export_dir) < 0)
+		return -1;
+	if (run_cmd("dd if='%s' of='%s' bs=1M conv=fsync status=none", cfg.copy, cfg.loopdev) < 0)
+		return -1;
+	return run_cmd("mount '%s' '%s'", cfg.loopdev, cfg.export_dir);
+}
+
+static int mode_powercut(void)
+{
+	long long t0 = now_ms(), end = t0 + cfg.time_limit * 1000LL;
+	int cycles = cfg.cycles ? cfg.cycles : 8;
+	char when[96];
+
+	memset(&ST, 0, sizeof(ST));
+	if (!cfg.export_dir || !cfg.loopdev || !cfg.image || !cfg.copy) {
+		failf("powercut needs --export, --loopdev, --image and --copy (see test-powercut.sh)");
+		return -1;
+	}
+	if (server_setup("powercut") < 0)
+		return -1;
+	srv.no_destage = 1;
+	if (server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0)
+		return -1;
+	for (int c = 0; c < cycles && now_ms() < end && any_enabled(); c++) {
+		long long start = now_ms(), dur = 300 + rnd(1200), snap_at = 0;
+		int before = rnd(3) == 0;
+
+		ST.cycles++;
+		if (!cfg.presto) {
+			/* no log: a copy taken before the kill would lose acknowledged
+			 * work; take it at the kill instead */
+			run_workload(start + dur, 0, NULL, 0);
+		} else if (before) {
+			snapshot();
+			run_workload(now_ms() + dur, 0, NULL, 0);
+		} else {
+			snap_at = start + 20 + rnd(dur - 40);
+			snap_mid++;
+			run_workload(start + dur, snap_at, snapshot, 0);
+		}
+		server_kill();
+		ST.kills++;
+		workers_crashed();
+		disconnect_all();
+		if (!cfg.presto)
+			snapshot();
+		if (restore_copy() < 0)
+			break;
+		snprintf(when, sizeof(when), "power cut %d (copy taken %s)", c + 1,
+			 !cfg.presto ? "at the kill" : before ? "before the first op" : "mid-workload");
+		if (restart_and_check(1, when) < 0)
+			break;
+	}
+	disconnect_all();
+	server_stop();
+	print_stats("powercut", t0);
+	info("powercut: %ld copies (%ld mid-workload)", snapshots, snap_mid);
+	if (ST.cycles < 3)
+		failf("only %ld power-cut cycles", ST.cycles);
+	cleanup();
+	return 0;
+}
+
+/* ---------------------------------------------------------- full log */
+
+static int mode_fulllog(void)
+{
+	long long t0 = now_ms(), end = t0 + cfg.time_limit * 1000LL;
+	int cycles = cfg.cycles ? cfg.cycles : 4;
+	const char *size = cfg.nvram_size;
+	char when[64];
+
+	memset(&ST, 0, sizeof(ST));
+	if (!cfg.presto) {
+		info("fulllog: skipped (presto off: the server has no log)");
+		return 1;
+	}
+	if (!strcmp(size, "64M"))
+		cfg.nvram_size = "1M";
+	if (server_setup("fulllog") < 0)
+		return -1;
+	if (server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0)
+		return -1;
+	for (int c = 0; c < cycles && now_ms() < end && any_enabled(); c++) {
+		ST.cycles++;
+		/* odd cycles hold the destager: only a full log releases it */
+		if (srv.no_destage != (c & 1)) {
+			disconnect_all();
+			workers_crashed();
+			server_stop();
+			srv.no_destage = c & 1;
+			snprintf(when, sizeof(when), "fulllog: restart with%s --no-destage", srv.no_destage ? "" : "out");
+			if (restart_and_check(1, when) < 0)
+				break;
+		}
+		run_workload(now_ms() + 4000, 0, NULL, 1);
+		server_kill();
+		ST.kills++;
+		workers_crashed();
+		disconnect_all();
+		snprintf(when, sizeof(when), "fulllog: after kill %d", c + 1);
+		if (restart_and_check(rnd(2), when) < 0)
+			break;
+	}
+	disconnect_all();
+	server_stop();
+	print_stats("fulllog", t0);
+	if (ST.jukebox == 0)
+		info("fulllog: note: no JUKEBOX reply; the log (%s) never stayed full", cfg.nvram_size);
+	cfg.nvram_size = size;
+	cleanup();
+	return 0;
+}
+
+/* ------------------------------------------------------------------- main */
+
+static int detect_presto(void)
+{
+	char cmd[600], buf[8192];
+	FILE *p;
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "'%s/presto-nfsd' --help 2>&1", cfg.bin);
+	p = popen(cmd, "r");
+	if (!p)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, p);
+	pclose(p);
+	buf[n] = '\0';
+	return strstr(buf, "--nvram") != NULL;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: crash_nfs [--mode kill,fulllog,powercut] [--presto auto|on|off] [--kills N]\n"
+		"                 [--time-limit SEC] [--workers N] [--seed S] [--cycles N]\n"
+		"                 [--nvram-size SIZE] [--verbose]\n"
+		"                 [--export DIR --loopdev DEV --image FILE --copy FILE]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *presto = getenv("CRASH_PRESTO") ? getenv("CRASH_PRESTO") : "auto";
+	char *tok, *save = NULL;
+	int total_pass = 0, total_fail = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	snprintf(cfg.modes, sizeof(cfg.modes), "kill,fulllog");
+	cfg.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+	if (getenv("CRASH_SEED"))
+		cfg.seed = strtoull(getenv("CRASH_SEED"), NULL, 0);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--verbose")) {
+			cfg.verbose = 1;
+			continue;
+		}
+		if (!v)
+			usage();
+		i++;
+		if (!strcmp(a, "--mode"))
+			snprintf(cfg.modes, sizeof(cfg.modes), "%s", v);
+		else if (!strcmp(a, "--presto"))
+			presto = v;
+		else if (!strcmp(a, "--kills"))
+			cfg.kills = atoi(v);
+		else if (!strcmp(a, "--time-limit"))
+			cfg.time_limit = atoi(v);
+		else if (!strcmp(a, "--workers"))
+			cfg.workers = atoi(v);
+		else if (!strcmp(a, "--seed"))
+			cfg.seed = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--cycles"))
+			cfg.cycles = atoi(v);
+		else if (!strcmp(a, "--nvram-size"))
+			cfg.nvram_size = v;
+		else if (!strcmp(a, "--export"))
+			cfg.export_dir = v;
+		else if (!strcmp(a, "--loopdev"))
+			cfg.loopdev = v;
+		else if (!strcmp(a, "--image"))
+			cfg.image = v;
+		else if (!strcmp(a, "--copy"))
+			cfg.copy = v;
+		else
+			usage();
+	}
+	if (cfg.workers < 1 || cfg.workers > CR_WORKERS_MAX)
+		usage();
+	cfg.bin = getenv("PRESTO_BIN") ? getenv("PRESTO_BIN") : "bin";
+	cfg.presto = !strcmp(presto, "on") ? 1 : !strcmp(presto, "off") ? 0 : detect_presto();
+	rng_state = cfg.seed;
+	info("seed %" PRIu64 " (CRASH_SEED=%" PRIu64 " repeats the choices), presto %s, server %s/presto-nfsd",
+	     cfg.seed, cfg.seed, cfg.presto ? "on" : "off", cfg.bin);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGALRM, watchdog);
+	atexit(cleanup);
+
+	for (tok = strtok_r(cfg.modes, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		int rc;
+
+		fails_total = 0;
+		alarm(cfg.time_limit + 90);
+		if (!strcmp(tok, "kill"))
+			rc = mode_kill();
+		else if (!strcmp(tok, "powercut"))
+			rc = mode_powercut();
+		else if (!strcmp(tok, "fulllog"))
+			rc = mode_fulllog();
+		else
+			usage();
+		alarm(0);
+		disconnect_all();
+		cleanup();
+		if (rc > 0)
+			continue;	/* skipped */
+		if (rc < 0 && !fails_total)
+			failf("%s: set-up failed", tok);
+		printf("crash-%s: %d passed, %d failed\n", tok, fails_total ? 0 : 1, fails_total ? 1 : 0);
+		if (fails_total)
+			info("%s: %d failure(s) above; seed %" PRIu64, tok, fails_total, cfg.seed);
+		total_pass += !fails_total;
+		total_fail += !!fails_total;
+	}
+	model_free(&M);
+	return total_fail ? 1 : 0;
+}
