@@ -1035,7 +1035,7 @@ int control_start(const char *path)
 		goto fail_unlink;
 	ctl.dev = st.st_dev;
 	ctl.ino = st.st_ino;
-	if (listen(ctl.lfd, 16) < 0)
+	if (listen(ctl.lfd, 64) < 0)
 		goto fail_unlink;
 	ctl.ep = epoll_create1(EPOLL_CLOEXEC);
 	ctl.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -127,7 +127,12 @@ class Ctl:
     def __init__(self, path):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.s.settimeout(10)
-        self.s.connect(path)
+        for _ in range(100):     # EAGAIN: the listen backlog is full for a moment
+            try:
+                self.s.connect(path)
+                break
+            except BlockingIOError:
+                time.sleep(0.05)
         self.buf = b""
 
     def send(self, data):
