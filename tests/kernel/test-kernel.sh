@@ -16,6 +16,11 @@
 #   PRESTO_KERNEL_MODE    basic (default) | restart: also SIGKILL and restart
 #                         the server under the guest's hard mount and check the
 #                         files written before the kill (for presto on; later)
+#   PRESTO_KERNEL_PRESTO  off (default) | on: presto-nfsd with an NVRAM log
+#                         (--nvram TMP/nvram.log --nvram-size 64M), kept
+#                         across the restart of PRESTO_KERNEL_MODE=restart
+#   PRESTO_KERNEL_NFSD_ARGS  more presto-nfsd arguments (e.g. --replay=always
+#                         --no-destage)
 #   PRESTO_KERNEL_TIMEOUT bound on the whole test in seconds (default 240): a
 #                         hung server fails the test, it does not hang CI
 #   PRESTO_KERNEL_ACCEL   qemu accelerator: tcg (software emulation, default)
@@ -30,6 +35,7 @@ top=$(cd "$here/../.." && pwd)
 : "${PRESTO_BIN:=$top/bin}"
 server=${PRESTO_KERNEL_SERVER:-presto}
 mode=${PRESTO_KERNEL_MODE:-basic}
+presto=${PRESTO_KERNEL_PRESTO:-off}
 limit=${PRESTO_KERNEL_TIMEOUT:-240}
 accel=${PRESTO_KERNEL_ACCEL:-tcg}
 gport=${PRESTO_KERNEL_GANESHA_PORT:-20040}
@@ -47,6 +53,7 @@ left() { echo $((deadline - $(date +%s))); }
 
 case "$server" in presto | ganesha) ;; *) fail "PRESTO_KERNEL_SERVER=$server: want presto or ganesha" ;; esac
 case "$mode" in basic | restart) ;; *) fail "PRESTO_KERNEL_MODE=$mode: want basic or restart" ;; esac
+case "$presto" in on | off) ;; *) fail "PRESTO_KERNEL_PRESTO=$presto: want on or off" ;; esac
 
 tmp=""
 server_pid=""
@@ -114,9 +121,12 @@ start_presto() { # [NFSPORT MNTPORT]: start presto-nfsd, set nfsport/mntport
 	[ -x "$bin" ] || fail "no $bin (build it with make, or set PRESTO_BIN)"
 	echo "$export_dir 127.0.0.1(rw,insecure,no_root_squash)" >"$tmp/exports"
 	: >"$tmp/presto.out"
+	nvram=""
+	[ "$presto" = on ] && nvram="--nvram $tmp/nvram.log --nvram-size 64M"
+	# shellcheck disable=SC2086 # word splitting of the optional arguments
 	"$bin" --exports "$tmp/exports" --state-dir "$tmp/state" --bind 127.0.0.1 \
 		--nfs-port "${1:-0}" --mount-port "${2:-0}" --no-rpcbind --foreground \
-		>"$tmp/presto.out" 2>>"$slog" &
+		$nvram ${PRESTO_KERNEL_NFSD_ARGS:-} >"$tmp/presto.out" 2>>"$slog" &
 	server_pid=$!
 	i=0
 	while [ $i -lt 200 ]; do
@@ -199,7 +209,7 @@ start_server() { # [NFSPORT MNTPORT] (a restart reuses the ports)
 }
 
 start_server
-say "server $server (pid $server_pid) on 127.0.0.1: nfs=$nfsport mount=$mntport, export $export_dir"
+say "server $server, presto $presto (pid $server_pid) on 127.0.0.1: nfs=$nfsport mount=$mntport, export $export_dir"
 
 # --- restart hook (presto on; issue 8's later part) -------------------------
 # Called when the guest prints "PRESTO-KERNEL: restart-now": it has fsynced
@@ -260,7 +270,7 @@ elapsed=$(($(date +%s) - t_start))
 # --- verdict ----------------------------------------------------------------
 say "---- guest console"
 # without the terminal escapes of the firmware and of busybox
-tr -d '\r' <"$console" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc//g' |
+tr -d '\r' <"$console" | sed 's/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1bc/\n/g' |
 	grep -v -e '^\s*$' | sed 's/^/  /'
 say "---- end of guest console"
 mkdir -p "$build"
@@ -272,7 +282,9 @@ if [ -n "$result" ]; then
 	passed=${result% *}
 	failed=${result#* }
 else
-	failed=1
+	# count what the guest reported before it stopped, plus one failure
+	passed=$(tr -d '\r' <"$console" | grep -c '^ok ')
+	failed=$(($(tr -d '\r' <"$console" | grep -c '^not ok ') + 1))
 	if [ -n "$server_died" ]; then
 		say "FAIL: no verdict from the guest: the server died"
 	elif [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
@@ -284,6 +296,6 @@ else
 	show_server_log
 fi
 [ "$failed" -gt 0 ] && [ -n "$result" ] && show_server_log
-say "server $server, mode $mode, accel $accel: ${elapsed} s"
+say "server $server, presto $presto, mode $mode, accel $accel: ${elapsed} s"
 say "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
