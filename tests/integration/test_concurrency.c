@@ -1,0 +1,356 @@
+/*
+ * test_concurrency.c -- several clients at once, each with many calls in
+ * flight (libnfs raw async API, one event loop over all connections): every
+ * call is answered once and does what it says whatever the interleaving,
+ * racing exclusive operations have exactly one winner, and a directory
+ * listed while it changes shows every entry that stays exactly once.
+ * (Calls in flight together may be executed in any order: a test never
+ * queues two calls where the second depends on the first.)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/integration/harness.h"
+
+#define NCLIENTS 8
+
+static struct it_server srv;
+static struct it_fh root;
+static struct it_res r;
+static struct rpc_context *cl[NCLIENTS];
+
+struct slot {
+	int done;
+	int status;			/* nfsstat3, or -1 for an RPC failure */
+};
+
+static int pending;
+
+static void slot_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct slot *s = priv;
+
+	(void)rpc;
+	s->done = 1;
+	s->status = status == RPC_STATUS_SUCCESS && data ? *(int *)data : -1;
+	pending--;
+}
+
+/* run_all -- service every client until no call is pending (30 s bound) */
+static void run_all(void)
+{
+	time_t end = time(NULL) + 30;
+
+	while (pending > 0) {
+		struct pollfd p[NCLIENTS];
+
+		if (time(NULL) > end)
+			fail_msg("%d calls still pending after 30 s", pending);
+		for (int i = 0; i < NCLIENTS; i++) {
+			p[i].fd = rpc_get_fd(cl[i]);
+			p[i].events = rpc_which_events(cl[i]);
+			p[i].revents = 0;
+		}
+		poll(p, NCLIENTS, 100);
+		for (int i = 0; i < NCLIENTS; i++)
+			if (rpc_service(cl[i], p[i].revents) < 0)
+				fail_msg("client %d: %s", i, rpc_get_error(cl[i]));
+	}
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	it_res_init(&r);
+	if (it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)") < 0)
+		return -1;
+	if (it_root_fh(&srv, &root) != MNT3_OK)
+		return -1;
+	for (int i = 0; i < NCLIENTS; i++)
+		if (!(cl[i] = it_rpc_connect(&srv, IT_NFS_PROG, 3)))
+			return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	for (int i = 0; i < NCLIENTS; i++)
+		it_rpc_close(cl[i]);
+	it_res_free(&r);
+	return it_server_stop(&srv);
+}
+
+static void test_race_exclusive_create(void **state)
+{
+	/* the same name from every client at once: exactly one winner */
+	static struct slot s[NCLIENTS * 3];
+	int ok;
+
+	(void)state;
+	for (int round = 0; round < 3; round++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "race-%d", round);
+		for (int i = 0; i < NCLIENTS; i++) {
+			struct slot *sl = &s[round * NCLIENTS + i];
+
+			if (round < 2) {
+				CREATE3args a;
+
+				memset(&a, 0, sizeof(a));
+				a.where.dir = it_fh3(&root);
+				a.where.name = name;
+				a.how.mode = round == 0 ? GUARDED : EXCLUSIVE;
+				if (round == 1)
+					memcpy(a.how.createhow3_u.verf, "verf-00", 7),
+					a.how.createhow3_u.verf[7] = (char)('0' + i);
+				assert_int_equal(rpc_nfs3_create_async(cl[i], slot_cb, &a, sl), 0);
+			} else {
+				MKDIR3args a;
+
+				memset(&a, 0, sizeof(a));
+				a.where.dir = it_fh3(&root);
+				a.where.name = name;
+				assert_int_equal(rpc_nfs3_mkdir_async(cl[i], slot_cb, &a, sl), 0);
+			}
+			pending++;
+		}
+	}
+	run_all();
+	for (int round = 0; round < 3; round++) {
+		ok = 0;
+		for (int i = 0; i < NCLIENTS; i++) {
+			int st = s[round * NCLIENTS + i].status;
+
+			if (st == NFS3_OK)
+				ok++;
+			else if (st != NFS3ERR_EXIST)
+				fail_msg("round %d client %d: status %d, want OK or EXIST", round, i, st);
+		}
+		if (ok != 1)
+			fail_msg("round %d (%s): %d winners, want exactly 1", round,
+				 round == 0 ? "GUARDED" : round == 1 ? "EXCLUSIVE" : "MKDIR", ok);
+	}
+}
+
+static void test_parallel_writes_one_file(void **state)
+{
+	/* every client writes its own interleaved 16 KiB stripes of one file */
+	enum { STRIPE = 16384, PER = 24 };
+	static char data[NCLIENTS * PER * STRIPE];
+	static struct slot s[NCLIENTS * PER];
+	struct it_fh f;
+	size_t len;
+	char *p;
+
+	(void)state;
+	it_fill(data, sizeof(data), 99);
+	assert_int_equal(it_create(cl[0], &root, "striped", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	for (int k = 0; k < PER; k++)
+		for (int i = 0; i < NCLIENTS; i++) {
+			size_t off = ((size_t)k * NCLIENTS + (size_t)i) * STRIPE;
+			WRITE3args a;
+
+			memset(&a, 0, sizeof(a));
+			a.file = it_fh3(&f);
+			a.offset = off;
+			a.count = STRIPE;
+			a.stable = (k % 3 == 0) ? FILE_SYNC : UNSTABLE;
+			a.data.data_len = STRIPE;
+			a.data.data_val = data + off;
+			assert_int_equal(rpc_nfs3_write_async(cl[i], slot_cb, &a, &s[k * NCLIENTS + i]), 0);
+			pending++;
+		}
+	run_all();
+	for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+		assert_int_equal(s[i].status, NFS3_OK);
+	{
+		COMMIT3args c = { .file = it_fh3(&f) };
+
+		assert_int_equal(it_nfs3(cl[0], NFS3_COMMIT, &c, &r), NFS3_OK);
+	}
+	p = it_read_file(it_path(&srv, "striped"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, sizeof(data));
+	if (memcmp(p, data, len) != 0) {
+		for (size_t i = 0; i < len; i += STRIPE)
+			if (memcmp(p + i, data + i, STRIPE))
+				fail_msg("stripe at offset %zu differs", i);
+	}
+	free(p);
+}
+
+static void test_namespace_storm(void **state)
+{
+	/* per client: create 40 files, then (in flight together) write each,
+	 * rename it, and remove every third; the result is exactly what was
+	 * asked, whatever the interleaving between clients */
+	enum { N = 40 };
+	static struct slot s[NCLIENTS * N * 3];
+	static struct it_fh fh[NCLIENTS][N];
+	char name[64], to[64];
+	int k = 0;
+
+	(void)state;
+	assert_int_equal(it_mkdir(cl[0], &root, "storm", 0777, &r), NFS3_OK);
+	{
+		struct it_fh d = r.fh;
+
+		for (int i = 0; i < NCLIENTS; i++)
+			for (int j = 0; j < N; j++) {
+				snprintf(name, sizeof(name), "c%d-f%d", i, j);
+				assert_int_equal(it_create(cl[i], &d, name, GUARDED, 0644, NULL, &r), NFS3_OK);
+				fh[i][j] = r.fh;
+			}
+		for (int j = 0; j < N; j++)
+			for (int i = 0; i < NCLIENTS; i++) {
+				WRITE3args w;
+				RENAME3args rn;
+
+				snprintf(name, sizeof(name), "c%d-f%d", i, j);
+				snprintf(to, sizeof(to), "c%d-g%d", i, j);
+				memset(&w, 0, sizeof(w));
+				w.file = it_fh3(&fh[i][j]);
+				w.count = (uint32_t)strlen(name);
+				w.stable = FILE_SYNC;
+				w.data.data_len = w.count;
+				w.data.data_val = name;
+				assert_int_equal(rpc_nfs3_write_async(cl[i], slot_cb, &w, &s[k++]), 0);
+				rn.from.dir = it_fh3(&d);
+				rn.from.name = name;
+				rn.to.dir = it_fh3(&d);
+				rn.to.name = to;
+				assert_int_equal(rpc_nfs3_rename_async(cl[i], slot_cb, &rn, &s[k++]), 0);
+				pending += 2;
+			}
+		run_all();
+		/* calls in flight together may run in any order (a client waits
+		 * for the reply of the RENAME before it removes the new name) */
+		for (int j = 0; j < N; j += 3)
+			for (int i = 0; i < NCLIENTS; i++) {
+				REMOVE3args rm;
+
+				snprintf(to, sizeof(to), "c%d-g%d", i, j);
+				rm.object.dir = it_fh3(&d);
+				rm.object.name = to;
+				assert_int_equal(rpc_nfs3_remove_async(cl[i], slot_cb, &rm, &s[k++]), 0);
+				pending++;
+			}
+		run_all();
+		for (int i = 0; i < k; i++)
+			if (s[i].status != NFS3_OK)
+				fail_msg("call %d of the storm: status %d", i, s[i].status);
+	}
+	for (int i = 0; i < NCLIENTS; i++)
+		for (int j = 0; j < N; j++) {
+			char rel[96];
+			struct stat st;
+			int there;
+
+			snprintf(rel, sizeof(rel), "storm/c%d-f%d", i, j);
+			assert_int_not_equal(lstat(it_path(&srv, rel), &st), 0);
+			snprintf(rel, sizeof(rel), "storm/c%d-g%d", i, j);
+			there = lstat(it_path(&srv, rel), &st) == 0;
+			if (there != (j % 3 != 0))
+				fail_msg("%s: %s", rel, there ? "still there" : "missing");
+			if (there) {
+				snprintf(name, sizeof(name), "c%d-f%d", i, j);
+				assert_int_equal(st.st_size, strlen(name));
+			}
+		}
+}
+
+static void test_readdir_while_changing(void **state)
+{
+	/* list 400 entries 1 KiB at a time while another client removes and
+	 * creates other entries: every entry that stays is seen exactly once
+	 * (a BAD_COOKIE answer restarts the listing, as a client would) */
+	enum { N = 400 };
+	static int seen[N];
+	struct it_res g;
+	struct it_fh d;
+	uint64_t cookie = 0;
+	char verf[8] = { 0 }, name[300];
+	int calls = 0, restarts = 0, churn = 0;
+
+	(void)state;
+	it_res_init(&g);
+	assert_int_equal(it_mkdir(cl[0], &root, "churn", 0777, &r), NFS3_OK);
+	d = r.fh;
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "%s/churn/stay-%03d", srv.export, i);
+		assert_int_equal(it_write_file(name, "", 0, 0644), 0);
+		snprintf(name, sizeof(name), "%s/churn/go-%03d", srv.export, i);
+		assert_int_equal(it_write_file(name, "", 0, 0644), 0);
+	}
+	memset(seen, 0, sizeof(seen));
+	for (;;) {
+		READDIR3args a = { .dir = it_fh3(&d), .cookie = cookie, .count = 1024 };
+		int st;
+
+		memcpy(a.cookieverf, verf, 8);
+		st = it_nfs3(cl[0], NFS3_READDIR, &a, &r);
+		calls++;
+		if (st == NFS3ERR_BAD_COOKIE && restarts < 3) {
+			restarts++;
+			cookie = 0;
+			memset(verf, 0, 8);
+			memset(seen, 0, sizeof(seen));
+			continue;
+		}
+		assert_int_equal(st, NFS3_OK);
+		for (size_t i = 0; i < r.nents; i++) {
+			int k;
+
+			if (sscanf(r.ents[i].name, "stay-%d", &k) == 1) {
+				assert_true(k >= 0 && k < N);
+				if (seen[k]++)
+					fail_msg("stay-%03d listed twice (READDIR call %d)", k, calls);
+			}
+		}
+		if (r.nents)
+			cookie = r.ents[r.nents - 1].cookie;
+		memcpy(verf, r.verf, 8);
+		if (r.eof)
+			break;
+		assert_true(calls < 10000);
+		/* churn between the calls, through another client */
+		for (int c = 0; c < 10 && churn < N; c++, churn++) {
+			snprintf(name, sizeof(name), "go-%03d", churn);
+			assert_int_equal(it_remove(cl[1], &d, name, &g), NFS3_OK);
+			snprintf(name, sizeof(name), "new-%03d", churn);
+			assert_int_equal(it_create(cl[1], &d, name, UNCHECKED, 0644, NULL, &g), NFS3_OK);
+		}
+	}
+	for (int k = 0; k < N; k++)
+		if (seen[k] != 1)
+			fail_msg("stay-%03d listed %d times", k, seen[k]);
+	print_message("%d READDIR calls, %d restarts, %d changes\n", calls, restarts, churn);
+	it_res_free(&g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_race_exclusive_create),
+		cmocka_unit_test(test_parallel_writes_one_file),
+		cmocka_unit_test(test_namespace_storm),
+		cmocka_unit_test(test_readdir_while_changing),
+	};
+
+	it_init(58);
+	return cmocka_run_group_tests_name("integration/concurrency", tests, setup, teardown);
+}
