@@ -331,6 +331,10 @@ static int it_start_presto(struct it_server *s, int flags)
 		argv[n++] = "0";
 		argv[n++] = "--mount-port";
 		argv[n++] = "0";
+		if (flags & IT_IPV6) {
+			argv[n++] = "--bind";
+			argv[n++] = "::1";
+		}
 		if (!(flags & IT_RPCBIND))
 			argv[n++] = "--no-rpcbind";
 		if (it_nvram) {
@@ -631,13 +635,18 @@ int it_nfs_wait(struct nfs_context *nfs, const int *done, int timeout_ms)
 
 struct rpc_context *it_rpc_connect(struct it_server *s, int prog, int vers)
 {
+	return it_rpc_connect_to(s, "127.0.0.1", prog, vers);
+}
+
+struct rpc_context *it_rpc_connect_to(struct it_server *s, const char *host, int prog, int vers)
+{
 	struct rpc_context *rpc = rpc_init_context();
 	struct it_conn c = { 0, 0 };
 	int port = prog == MOUNT_PROG ? s->mount_port : s->nfs_port;
 
 	if (!rpc)
 		return NULL;
-	if (rpc_connect_port_async(rpc, "127.0.0.1", port, prog, vers, it_connect_cb, &c) < 0 ||
+	if (rpc_connect_port_async(rpc, host, port, prog, vers, it_connect_cb, &c) < 0 ||
 	    it_wait(rpc, &c.done, IT_TIMEOUT_MS) < 0 || c.status != RPC_STATUS_SUCCESS) {
 		fprintf(stderr, "integration: cannot connect to program %d on port %d: %s\n", prog, port,
 			rpc_get_error(rpc));

@@ -35,6 +35,8 @@
 
 /* IT_RPCBIND in it_server_startv() flags: let the server register with rpcbind */
 #define IT_RPCBIND 1
+/* IT_IPV6: presto-nfsd also listens on ::1 (--bind ::1) */
+#define IT_IPV6 2
 
 struct it_server {
 	pid_t pid;
@@ -157,6 +159,7 @@ void it_nfs_close(struct nfs_context *nfs);
 /* libnfs raw API: an rpc_context connected to s's NFS (prog 100003 v3) or
  * MOUNT (100005 v3) port; NULL on failure */
 struct rpc_context *it_rpc_connect(struct it_server *s, int prog, int vers);
+struct rpc_context *it_rpc_connect_to(struct it_server *s, const char *host, int prog, int vers);
 void it_rpc_close(struct rpc_context *rpc);
 /* it_mnt -- MOUNT3 MNT of PATH on a raw context; returns the mountstat3,
  * -1 on an RPC failure; fh filled on MNT3_OK */

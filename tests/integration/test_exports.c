@@ -410,6 +410,40 @@ static void test_two_exports(void **state)
 	it_rpc_close(rpc);
 }
 
+static void test_ipv6(void **state)
+{
+	/* listening on ::1 too: an IPv6 client in the list mounts and works,
+	 * the IPv4-only entry does not admit it */
+	const struct it_export ex[] = {
+		{ "export", "::1(rw,insecure,no_root_squash) 127.0.0.1(ro,insecure)" },
+		{ "v4only", "127.0.0.1(rw,insecure,no_root_squash)" },
+	};
+	struct rpc_context *m, *rpc;
+	struct it_fh fh;
+	char v4only[256];
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	assert_int_equal(it_server_startv(&srv, ex, 2, IT_IPV6), 0);
+	snprintf(v4only, sizeof(v4only), "%s/v4only", srv.dir);
+	m = it_rpc_connect_to(&srv, "::1", MOUNT_PROG, 3);
+	assert_non_null(m);
+	assert_int_equal(it_mnt(m, srv.export, &fh), MNT3_OK);
+	assert_int_equal(it_mnt(m, v4only, &r.fh), MNT3ERR_ACCES);
+	it_rpc_close(m);
+	rpc = it_rpc_connect_to(&srv, "::1", IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &fh, "via-v6", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	owner_is("via-v6", 0, 0);
+	it_rpc_close(rpc);
+	/* the same export from 127.0.0.1 is read-only */
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &fh, "via-v4", UNCHECKED, 0644, NULL, &r), NFS3ERR_ROFS);
+	it_rpc_close(rpc);
+}
+
 static void test_sighup_reload(void **state)
 {
 	struct it_fh root, fh;
@@ -460,6 +494,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_client_list, test_teardown),
 		cmocka_unit_test_teardown(test_secure_port, test_teardown),
 		cmocka_unit_test_teardown(test_two_exports, test_teardown),
+		cmocka_unit_test_teardown(test_ipv6, test_teardown),
 		cmocka_unit_test_teardown(test_sighup_reload, test_teardown),
 	};
 
