@@ -5,7 +5,7 @@
 UNIT_LINK = mkdir -p $(dir $@) && $(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LDLIBS)
 
 TEST_PROGS += $(T)/unit/test_exports $(T)/unit/test_fh $(T)/unit/test_drc \
-              $(T)/unit/test_stats $(T)/unit/test_conf
+              $(T)/unit/test_stats $(T)/unit/test_conf $(T)/unit/test_vfs
 
 $(T)/unit/test_exports: $(O)/tests/unit/test_exports.o $(O)/nfsd/exports.o
 	$(UNIT_LINK)
@@ -22,5 +22,8 @@ $(T)/unit/test_stats: $(O)/tests/unit/test_stats.o $(O)/nfsd/stats.o
 $(T)/unit/test_conf: $(O)/tests/unit/test_conf.o $(O)/nfsd/conf.o
 	$(UNIT_LINK)
 
+$(T)/unit/test_vfs: $(O)/tests/unit/test_vfs.o $(O)/nfsd/vfs.o
+	$(UNIT_LINK)
+
 # tests that include the rpcgen headers (nfs3_prot.h, mount3.h, plog.h)
-$(O)/tests/unit/test_stats.o: $(NFSD_GEN)
+$(O)/tests/unit/test_stats.o $(O)/tests/unit/test_vfs.o: $(NFSD_GEN)
