@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include "nfsd/conf.h"
 #include "nfsd/control.h"
 #include "nfsd/export_table.h"
+#include "nfsd/fdcache.h"
 #include "nfsd/fh.h"
 #include "nfsd/log.h"
 #include "nfsd/nfsd.h"
@@ -284,6 +286,18 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	if ((rc = presto_open(&pc, xt)) < 0)
 		return 1;
+	/* O_PATH descriptors by handle: sized well under the descriptor limit */
+	struct rlimit rl;
+	unsigned cache = 4096;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		if (rl.rlim_cur < 2 * cache + 1024)
+			cache = rl.rlim_cur > 1536 ? (unsigned)(rl.rlim_cur - 1024) / 2 : 0;
+	}
+	fdcache_init(cache);
 	if ((rc = rpc_init(conf.threads, dispatch)) < 0) {
 		errno = -rc;
 		log_warn("RPC transport");
@@ -339,6 +353,7 @@ int main(int argc, char **argv)
 	rpcb_unregister_all();
 	rpc_shutdown();
 	presto_close();
+	fdcache_clear();
 	xtab_install(NULL);
 	log_info("stopped");
 	return 0;

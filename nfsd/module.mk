@@ -6,7 +6,7 @@ NFSD_GEN  := $(patsubst nfsd/%.x,$(O)/gen/%.h,$(NFSD_X))
 NFSD_XDR  := $(patsubst nfsd/%.x,$(O)/gen/%_xdr.o,$(NFSD_X))
 NFSD_SRCS := nfsd/main.c nfsd/conf.c nfsd/log.c nfsd/rpc.c nfsd/dispatch.c \
              nfsd/drc.c nfsd/fh.c nfsd/vfs.c nfsd/nfs3.c nfsd/mount3.c \
-             nfsd/exports.c nfsd/export_table.c nfsd/rpcb.c nfsd/stats.c nfsd/presto.c nfsd/control.c
+             nfsd/exports.c nfsd/export_table.c nfsd/rpcb.c nfsd/stats.c nfsd/presto.c nfsd/control.c nfsd/fdcache.c
 NFSD_OBJS := $(patsubst %.c,$(O)/%.o,$(NFSD_SRCS)) $(NFSD_XDR)
 
 PROGS += $(B)/presto-nfsd

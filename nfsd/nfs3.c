@@ -35,6 +35,7 @@
 
 #include "nfs3_prot.h"
 #include "nfsd/export_table.h"
+#include "nfsd/fdcache.h"
 #include "nfsd/fh.h"
 #include "nfsd/log.h"
 #include "nfsd/presto.h"
@@ -48,14 +49,18 @@ struct obj {
 	int fd;				/* O_PATH, or -1 */
 	struct stat st;
 	struct fh_kernel kh;		/* the kernel handle it was opened with */
+	struct fdcache_ref *ref;	/* fd belongs to the cache when set */
 };
 
-#define OBJ_INIT { NULL, NULL, -1, { 0 }, { 0 } }
+#define OBJ_INIT { NULL, NULL, -1, { 0 }, { 0 }, NULL }
 
 static void obj_put(struct obj *o)
 {
-	if (o->fd >= 0)
+	if (o->ref)
+		fdcache_put(o->ref);
+	else if (o->fd >= 0)
 		close(o->fd);
+	o->ref = NULL;
 	o->fd = -1;
 }
 
@@ -67,10 +72,6 @@ static uint64_t obj_fsid(const struct obj *o)
 /* obj_get -- resolve fh for call c (as root). */
 static nfsstat3 obj_get(struct call *c, const nfs_fh3 *fh, struct obj *o)
 {
-	union {
-		struct file_handle h;
-		uint8_t raw[sizeof(struct file_handle) + FH_KH_MAX];
-	} u;
 	struct fh_kernel kh;
 	uint32_t id;
 	const struct sockaddr *peer = (const struct sockaddr *)&c->req->peer;
@@ -88,14 +89,14 @@ static nfsstat3 obj_get(struct call *c, const nfs_fh3 *fh, struct obj *o)
 		return NFS3ERR_PERM;
 	o->opts = &cl->opts;
 	for (int pass = 0;; pass++) {
-		u.h.handle_bytes = kh.len;
-		u.h.handle_type = kh.type;
-		memcpy(u.h.f_handle, kh.bytes, kh.len);
-		o->fd = open_by_handle_at(o->xe->root_fd, &u.h, O_PATH | O_CLOEXEC);
-		if (o->fd >= 0)
+		int fd = fdcache_get(id, &kh, o->xe->root_fd, &o->ref);
+		if (fd >= 0) {
+			o->fd = fd;
 			break;
-		if (errno != ESTALE && errno != ENOENT && errno != EINVAL)
-			return vfs_nfserr(errno);
+		}
+		o->ref = NULL;
+		if (fd != -ESTALE && fd != -ENOENT && fd != -EINVAL)
+			return vfs_nfserr(fd);
 		/* replay re-created the object under a new inode: the client's
 		 * handle stands for it through a durable redirect */
 		struct fh_kernel n;
@@ -107,6 +108,12 @@ static nfsstat3 obj_get(struct call *c, const nfs_fh3 *fh, struct obj *o)
 	if (fstat(o->fd, &o->st) < 0) {
 		obj_put(o);
 		return vfs_nfserr(errno);
+	}
+	if (o->st.st_nlink == 0) {
+		/* a cached descriptor outlived the object's last name */
+		fdcache_forget(o->ref);
+		obj_put(o);
+		return NFS3ERR_STALE;
 	}
 	return NFS3_OK;
 }
@@ -1181,7 +1188,7 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 	}
 	struct stat vst;
 	struct fh_kernel vkh;
-	bool have_victim = presto_on(&d) && fstatat(d.fd, name, &vst, AT_SYMLINK_NOFOLLOW) == 0 &&
+	bool have_victim = fstatat(d.fd, name, &vst, AT_SYMLINK_NOFOLLOW) == 0 &&
 			   fh_of(d.fd, name, &vkh, NULL) == 0;
 	const struct stat *sts[] = { &d.st, have_victim ? &vst : NULL };
 	if ((st = log_begin(c, &d, sts, 2, 1024)) != NFS3_OK)
@@ -1198,6 +1205,8 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 		st = vfs_nfserr(errno);
 		goto done;
 	}
+	if (have_victim)
+		fdcache_drop(d.xe->e->id, &vkh);
 	if (c->txn.active) {
 		plog_remove *pr = &c->txn.op.plog_op_u.remove;
 		c->txn.op.type = PLOG_REMOVE;
@@ -1285,10 +1294,14 @@ static void nfs3_rename(struct call *c, void *a, void *r)
 		res->status = vfs_nfserr(errno);
 		goto done;
 	}
+	struct fh_kernel tkh;
+	bool have_tkh = fh_of(td.fd, tname, &tkh, NULL) == 0;
 	if (renameat(fd.fd, fname, td.fd, tname) < 0) {
 		res->status = vfs_nfserr(errno);
 		goto done;
 	}
+	if (have_tkh)
+		fdcache_drop(td.xe->e->id, &tkh);	/* replaced: maybe its last name */
 	if (c->txn.active) {
 		plog_rename *pr = &c->txn.op.plog_op_u.rename;
 		c->txn.op.type = PLOG_RENAME;

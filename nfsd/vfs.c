@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -19,6 +20,23 @@ bool vfs_caller_uid(const struct call_cred *cr, const struct export_opts *o, uid
 		u = o->anonuid;
 	*uid = u;
 	return u == 0;
+}
+
+/* The identity this thread's filesystem calls run with now: switching costs
+ * three system calls, so a call from the same user as the previous one on
+ * this thread (and root going back to root) costs none. */
+static __thread struct {
+	bool valid;
+	uid_t uid;
+	gid_t gid;
+	size_t ng;
+	gid_t groups[NFSD_MAX_GIDS];
+} cur;
+
+static bool cur_is(uid_t uid, gid_t gid, size_t ng, const gid_t *groups)
+{
+	return cur.valid && cur.uid == uid && cur.gid == gid && cur.ng == ng &&
+	       (ng == 0 || memcmp(cur.groups, groups, ng * sizeof(gid_t)) == 0);
 }
 
 int vfs_become(const struct call_cred *cr, const struct export_opts *o)
@@ -44,22 +62,38 @@ int vfs_become(const struct call_cred *cr, const struct export_opts *o)
 			if (groups[i] == 0)
 				groups[i] = o->anongid;
 	}
-	/* Groups first, while still privileged; then gid, then uid (dropping
-	 * fsuid 0 drops the filesystem capabilities of this thread). */
+	if (cur_is(uid, gid, ng, groups))
+		return 0;
+	/* from root: groups first, while still privileged; then gid, then uid
+	 * (dropping fsuid 0 drops the filesystem capabilities of this thread) */
+	if (!cur_is(0, 0, 0, NULL))
+		vfs_become_root();
+	cur.valid = false;
 	if (syscall(SYS_setgroups, ng, groups) < 0)
 		return -errno;
 	setfsgid(gid);
 	setfsuid(uid);
 	if ((uid_t)setfsuid((uid_t)-1) != uid || (gid_t)setfsgid((gid_t)-1) != gid)
 		return -EPERM;
+	cur.valid = true;
+	cur.uid = uid;
+	cur.gid = gid;
+	cur.ng = ng;
+	memcpy(cur.groups, groups, ng * sizeof(gid_t));
 	return 0;
 }
 
 void vfs_become_root(void)
 {
+	if (cur_is(0, 0, 0, NULL))
+		return;
 	setfsuid(0);
 	setfsgid(0);
 	syscall(SYS_setgroups, 0, NULL);
+	cur.valid = true;
+	cur.uid = 0;
+	cur.gid = 0;
+	cur.ng = 0;
 }
 
 nfsstat3 vfs_nfserr(int err)

@@ -1,0 +1,229 @@
+/*
+ * fdcache.c -- O_PATH descriptors by file handle (see fdcache.h).
+ *
+ * A chained hash table with an LRU list under one mutex; the system call that
+ * fills a miss (open_by_handle_at) runs outside it. An evicted or forgotten
+ * entry leaves the table at once and closes when its last user puts it.
+ */
+#include "nfsd/fdcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FDC_BUCKETS 4096
+
+struct fdcache_ref {
+	uint32_t export_id;
+	struct fh_kernel kh;
+	int fd;
+	int refs;			/* under the mutex; the table holds one */
+	bool in_table;
+	struct fdcache_ref *hnext;
+	struct fdcache_ref *lprev, *lnext;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	unsigned max;
+	unsigned n;
+	struct fdcache_ref *buckets[FDC_BUCKETS];
+	struct fdcache_ref *lru_head, *lru_tail;
+} C = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+void fdcache_init(unsigned entries)
+{
+	C.max = entries;
+}
+
+static unsigned hash(uint32_t id, const struct fh_kernel *kh)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ id;
+
+	h = (h ^ (uint32_t)kh->type) * 0x100000001b3ull;
+	for (unsigned i = 0; i < kh->len; i++)
+		h = (h ^ kh->bytes[i]) * 0x100000001b3ull;
+	return (unsigned)(h % FDC_BUCKETS);
+}
+
+static bool match(const struct fdcache_ref *e, uint32_t id, const struct fh_kernel *kh)
+{
+	return e->export_id == id && e->kh.type == kh->type && e->kh.len == kh->len &&
+	       memcmp(e->kh.bytes, kh->bytes, kh->len) == 0;
+}
+
+static void lru_unlink(struct fdcache_ref *e)
+{
+	if (e->lprev)
+		e->lprev->lnext = e->lnext;
+	else
+		C.lru_head = e->lnext;
+	if (e->lnext)
+		e->lnext->lprev = e->lprev;
+	else
+		C.lru_tail = e->lprev;
+	e->lprev = e->lnext = NULL;
+}
+
+static void lru_push(struct fdcache_ref *e)
+{
+	e->lnext = C.lru_head;
+	e->lprev = NULL;
+	if (C.lru_head)
+		C.lru_head->lprev = e;
+	C.lru_head = e;
+	if (!C.lru_tail)
+		C.lru_tail = e;
+}
+
+/* unref_locked -- drop one reference; returns the fd to close (or -1). */
+static int unref_locked(struct fdcache_ref *e)
+{
+	if (--e->refs > 0)
+		return -1;
+	int fd = e->fd;
+	free(e);
+	return fd;
+}
+
+/* remove_locked -- take e out of the table (its table reference too). */
+static int remove_locked(struct fdcache_ref *e)
+{
+	if (!e->in_table)
+		return -1;
+	struct fdcache_ref **pp = &C.buckets[hash(e->export_id, &e->kh)];
+	while (*pp && *pp != e)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = e->hnext;
+	lru_unlink(e);
+	e->in_table = false;
+	C.n--;
+	return unref_locked(e);
+}
+
+int fdcache_get(uint32_t export_id, const struct fh_kernel *kh, int mount_fd, struct fdcache_ref **ref)
+{
+	union {
+		struct file_handle h;
+		uint8_t raw[sizeof(struct file_handle) + FH_KH_MAX];
+	} u;
+	unsigned b = hash(export_id, kh);
+
+	pthread_mutex_lock(&C.lock);
+	for (struct fdcache_ref *e = C.buckets[b]; e; e = e->hnext) {
+		if (match(e, export_id, kh)) {
+			e->refs++;
+			lru_unlink(e);
+			lru_push(e);
+			pthread_mutex_unlock(&C.lock);
+			*ref = e;
+			return e->fd;
+		}
+	}
+	pthread_mutex_unlock(&C.lock);
+
+	u.h.handle_bytes = kh->len;
+	u.h.handle_type = kh->type;
+	memcpy(u.h.f_handle, kh->bytes, kh->len);
+	int fd = open_by_handle_at(mount_fd, &u.h, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct fdcache_ref *n = calloc(1, sizeof(*n));
+	if (!n) {
+		close(fd);
+		return -ENOMEM;
+	}
+	n->export_id = export_id;
+	n->kh = *kh;
+	n->fd = fd;
+	n->refs = 1;			/* the caller's */
+	if (C.max == 0) {
+		*ref = n;
+		return fd;
+	}
+
+	int to_close[2] = { -1, -1 };
+	pthread_mutex_lock(&C.lock);
+	for (struct fdcache_ref *e = C.buckets[b]; e; e = e->hnext) {
+		if (match(e, export_id, kh)) {
+			/* another thread filled it meanwhile: use that one */
+			e->refs++;
+			lru_unlink(e);
+			lru_push(e);
+			pthread_mutex_unlock(&C.lock);
+			close(fd);
+			free(n);
+			*ref = e;
+			return e->fd;
+		}
+	}
+	if (C.n >= C.max && C.lru_tail)
+		to_close[0] = remove_locked(C.lru_tail);
+	n->refs++;			/* the table's */
+	n->in_table = true;
+	n->hnext = C.buckets[b];
+	C.buckets[b] = n;
+	lru_push(n);
+	C.n++;
+	pthread_mutex_unlock(&C.lock);
+	for (int i = 0; i < 2; i++)
+		if (to_close[i] >= 0)
+			close(to_close[i]);
+	*ref = n;
+	return fd;
+}
+
+void fdcache_put(struct fdcache_ref *ref)
+{
+	if (!ref)
+		return;
+	pthread_mutex_lock(&C.lock);
+	int fd = unref_locked(ref);
+	pthread_mutex_unlock(&C.lock);
+	if (fd >= 0)
+		close(fd);
+}
+
+void fdcache_forget(struct fdcache_ref *ref)
+{
+	pthread_mutex_lock(&C.lock);
+	int fd = remove_locked(ref);
+	pthread_mutex_unlock(&C.lock);
+	if (fd >= 0)
+		close(fd);
+}
+
+void fdcache_drop(uint32_t export_id, const struct fh_kernel *kh)
+{
+	int fd = -1;
+
+	pthread_mutex_lock(&C.lock);
+	for (struct fdcache_ref *e = C.buckets[hash(export_id, kh)]; e; e = e->hnext) {
+		if (match(e, export_id, kh)) {
+			fd = remove_locked(e);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&C.lock);
+	if (fd >= 0)
+		close(fd);
+}
+
+void fdcache_clear(void)
+{
+	for (;;) {
+		pthread_mutex_lock(&C.lock);
+		struct fdcache_ref *e = C.lru_tail;
+		int fd = e ? remove_locked(e) : -1;
+		pthread_mutex_unlock(&C.lock);
+		if (!e)
+			break;
+		if (fd >= 0)
+			close(fd);
+	}
+}

@@ -1,0 +1,35 @@
+/*
+ * fdcache.h -- a cache of O_PATH descriptors by file handle, so that the
+ * common call (GETATTR, LOOKUP, READ, WRITE on a handle used a moment ago)
+ * skips open_by_handle_at. Entries are reference counted: a descriptor stays
+ * open while a call uses it, whatever the cache evicts meanwhile.
+ *
+ * An O_PATH descriptor keeps its inode alive after the last name is gone, so
+ * a cached descriptor whose inode has no link left means "stale": callers
+ * check st_nlink and forget the entry (fdcache_forget).
+ */
+#ifndef PRESTO_FDCACHE_H
+#define PRESTO_FDCACHE_H
+
+#include <stdint.h>
+
+#include "nfsd/fh.h"
+
+struct fdcache_ref;
+
+/* fdcache_init -- size the cache (entries); 0 disables it. */
+void fdcache_init(unsigned entries);
+/* fdcache_get -- an O_PATH descriptor of kh in export export_id, opened with
+ * mount_fd when not cached. Returns the descriptor (valid until
+ * fdcache_put(*ref)) or -errno. */
+int fdcache_get(uint32_t export_id, const struct fh_kernel *kh, int mount_fd, struct fdcache_ref **ref);
+void fdcache_put(struct fdcache_ref *ref);
+/* fdcache_forget -- drop the entry of ref (still valid until put). */
+void fdcache_forget(struct fdcache_ref *ref);
+/* fdcache_drop -- forget the entry of kh if cached (its object lost a name:
+ * do not keep a deleted inode alive in the cache). */
+void fdcache_drop(uint32_t export_id, const struct fh_kernel *kh);
+/* fdcache_clear -- drop every unused entry (exports reloaded, shut-down). */
+void fdcache_clear(void);
+
+#endif
