@@ -473,7 +473,7 @@ int main(int argc, char **argv)
 	bool p = false, l = false, R = false, F = false, u = false, d = false;
 	unsigned long interval = 0, count = 0;
 	bool repeat = false;
-	json_t *names = json_array(), *ans;
+	json_t *names = NULL, *ans;
 	int c, status = 0;
 
 	sock_path = getenv("PRESTO_SOCKET");
@@ -504,6 +504,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "presto: -u and -d together: say which\n");
 		return EXIT_USAGE;
 	}
+	names = json_array();
 	for (int i = optind; i < argc; i++) {
 		if (u || d) {
 			json_array_append_new(names, json_string(argv[i]));
@@ -513,6 +514,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "presto: unexpected argument \"%s\"%s\n", argv[i],
 				repeat ? " (COUNT is a positive number)" : " (export names go with -u or -d)");
 			usage(stderr);
+			json_decref(names);
 			return EXIT_USAGE;
 		}
 	}
