@@ -461,7 +461,7 @@ static void thread_status(unsigned *fsuid, unsigned *fsgid, char *groups, size_t
 			size_t n = strlen(s);
 			while (n && s[n - 1] == ' ')
 				s[--n] = '\0';
-			snprintf(groups, glen, "%s", s);
+			snprintf(groups, glen, "%.200s", s);
 		}
 	}
 	fclose(f);
