@@ -1149,7 +1149,7 @@ int it_nfs3(struct rpc_context *rpc, int proc, void *args, struct it_res *res)
 	}
 	if (it_wait(rpc, &cp->done, it_call_timeout_ms) < 0 && !cp->done) {
 		res->rpc_status = RPC_STATUS_TIMEOUT;
-		snprintf(res->rpc_error, sizeof(res->rpc_error), "no reply within %d ms (%s)",
+		snprintf(res->rpc_error, sizeof(res->rpc_error), "no reply (waited up to %d ms): %s",
 			 it_call_timeout_ms, rpc_get_error(rpc));
 		fprintf(stderr, "integration: NFSv3 procedure %d: %s\n", proc, res->rpc_error);
 		/* a late reply must not write into *res: the callback frees cp */

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
@@ -1148,6 +1149,57 @@ static void test_client_vanishes(void **state)
 	assert_alive();
 }
 
+static void test_slow_reader(void **state)
+{
+	/* a client that queues 400 READs of 1 MiB and never reads a reply
+	 * must not stall the others: its replies back up in its own socket */
+	static char data[1 << 20];
+	struct it_fh f;
+	int fd;
+	long long t0;
+	struct timespec ts;
+
+	(void)state;
+	it_fill(data, sizeof(data), 8);
+	assert_int_equal(it_write_file(it_path(&srv, "slow"), data, sizeof(data), 0644), 0);
+	assert_int_equal(it_lookup(rpc, &root, "slow", &r), NFS3_OK);
+	f = r.fh;
+	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	assert_true(fd >= 0);
+	{
+		int small = 4096;
+		struct timeval tv = { 2, 0 };
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
+	for (uint32_t i = 0; i < 400; i++) {
+		it_buf_reset(&call);
+		it_put_call(&call, 0x3d00 + i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
+		it_put_fh(&call, &f);
+		it_put64(&call, 0);
+		it_put32(&call, 1 << 20);
+		if (it_send_record(fd, &call) < 0)
+			break;		/* the server stopped reading us: fine */
+	}
+	/* meanwhile, everybody else is served promptly */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+	for (int i = 0; i < 20; i++) {
+		struct rpc_context *c = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+
+		assert_non_null(c);
+		assert_int_equal(it_getattr(c, &root, &r), NFS3_OK);
+		assert_int_equal(it_read(c, &f, 0, 65536, &r), NFS3_OK);
+		it_rpc_close(c);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (ts.tv_sec * 1000LL + ts.tv_nsec / 1000000 - t0 > 5000)
+		fail_msg("20 small calls took over 5 s while a client did not read its replies");
+	close(fd);
+	assert_alive();
+}
+
 static void test_many_idle_connections(void **state)
 {
 	enum { N = 200 };
@@ -1203,6 +1255,7 @@ int main(void)
 		cmocka_unit_test(test_record_too_long),
 		cmocka_unit_test(test_record_empty_and_split),
 		cmocka_unit_test(test_client_vanishes),
+		cmocka_unit_test(test_slow_reader),
 		cmocka_unit_test(test_many_idle_connections),
 	};
 
