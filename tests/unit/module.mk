@@ -5,7 +5,8 @@
 UNIT_LINK = mkdir -p $(dir $@) && $(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(LDLIBS)
 
 TEST_PROGS += $(T)/unit/test_exports $(T)/unit/test_fh $(T)/unit/test_drc \
-              $(T)/unit/test_stats $(T)/unit/test_conf $(T)/unit/test_vfs
+              $(T)/unit/test_stats $(T)/unit/test_conf $(T)/unit/test_vfs \
+              $(T)/unit/test_rpc
 
 $(T)/unit/test_exports: $(O)/tests/unit/test_exports.o $(O)/nfsd/exports.o
 	$(UNIT_LINK)
@@ -23,6 +24,9 @@ $(T)/unit/test_conf: $(O)/tests/unit/test_conf.o $(O)/nfsd/conf.o
 	$(UNIT_LINK)
 
 $(T)/unit/test_vfs: $(O)/tests/unit/test_vfs.o $(O)/nfsd/vfs.o
+	$(UNIT_LINK)
+
+$(T)/unit/test_rpc: $(O)/tests/unit/test_rpc.o $(O)/nfsd/rpc.o $(O)/nfsd/log.o
 	$(UNIT_LINK)
 
 # tests that include the rpcgen headers (nfs3_prot.h, mount3.h, plog.h)
