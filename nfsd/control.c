@@ -709,6 +709,7 @@ static void ctl_drain_lines(struct ctl_client *c)
 {
 	size_t off = 0;
 
+	c->in[c->in_len] = '\0';	/* bounds the strspn below (in has one spare byte) */
 	while (!c->busy && !c->closing && c->out_len - c->out_off < CONTROL_OUT_PAUSE) {
 		char *nl = memchr(c->in + off, '\n', c->in_len - off);
 		size_t len;
