@@ -93,11 +93,18 @@ static void it_watchdog(int sig)
 	_exit(1);
 }
 
+static pid_t it_rpcbind_pid;
+
 static void it_atexit(void)
 {
 	for (int i = 0; i < IT_MAX_SERVERS; i++)
 		if (it_servers[i])
 			it_server_stop(it_servers[i]);
+	if (it_rpcbind_pid > 0) {
+		kill(it_rpcbind_pid, SIGTERM);
+		waitpid(it_rpcbind_pid, NULL, 0);
+		it_rpcbind_pid = 0;
+	}
 }
 
 void it_init_mode(unsigned seconds, int nvram)
@@ -281,10 +288,32 @@ static int it_launch_ganesha(struct it_server *s)
 	return -1;
 }
 
+/* it_ensure_rpcbind -- Ganesha needs rpcbind: start one when none runs
+ * (stopped at exit); an rpcbind that was running is left alone */
+static void it_ensure_rpcbind(void)
+{
+	if (it_rpcbind_pid > 0 || system("rpcinfo -p 127.0.0.1 >/dev/null 2>&1") == 0 ||
+	    system("pgrep -x rpcbind >/dev/null 2>&1") == 0)
+		return;
+	mkdir("/run/rpcbind", 0755);
+	it_rpcbind_pid = fork();
+	if (it_rpcbind_pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(null, 2);
+		execlp("rpcbind", "rpcbind", "-f", "-w", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 50 && system("rpcinfo -p 127.0.0.1 >/dev/null 2>&1") != 0; i++)
+		usleep(100 * 1000);
+}
+
 static int it_start_ganesha(struct it_server *s, const struct it_export *ex, int n)
 {
 	char conf[256];
 
+	it_ensure_rpcbind();
 	/* two port sets alternate so that a new server never waits for the old one */
 	s->nfs_port = 20060 + 4 * (it_ganesha_round++ % 2);
 	s->mount_port = s->nfs_port + 1;
