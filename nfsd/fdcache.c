@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@ struct fdcache_ref {
 	uint32_t export_id;
 	struct fh_kernel kh;
 	int fd;
+	int rfd, wfd;			/* data descriptors, -1 until needed */
 	int refs;			/* under the mutex; the table holds one */
 	bool in_table;
 	struct fdcache_ref *hnext;
@@ -86,6 +88,10 @@ static int unref_locked(struct fdcache_ref *e)
 	if (--e->refs > 0)
 		return -1;
 	int fd = e->fd;
+	if (e->rfd >= 0)
+		close(e->rfd);
+	if (e->wfd >= 0)
+		close(e->wfd);
 	free(e);
 	return fd;
 }
@@ -141,6 +147,7 @@ int fdcache_get(uint32_t export_id, const struct fh_kernel *kh, int mount_fd, st
 	n->export_id = export_id;
 	n->kh = *kh;
 	n->fd = fd;
+	n->rfd = n->wfd = -1;
 	n->refs = 1;			/* the caller's */
 	if (C.max == 0) {
 		*ref = n;
@@ -196,6 +203,26 @@ void fdcache_forget(struct fdcache_ref *ref)
 	pthread_mutex_unlock(&C.lock);
 	if (fd >= 0)
 		close(fd);
+}
+
+int fdcache_data_fd(struct fdcache_ref *ref, int flags)
+{
+	int *slot = (flags & O_ACCMODE) == O_RDONLY ? &ref->rfd : &ref->wfd;
+	int fd = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	char p[32];
+
+	if (fd >= 0)
+		return fd;
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", ref->fd);
+	fd = open(p, (flags & O_ACCMODE) | O_CLOEXEC);	/* the magic link must be followed */
+	if (fd < 0)
+		return -errno;
+	int expected = -1;
+	if (!__atomic_compare_exchange_n(slot, &expected, fd, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		close(fd);		/* another thread was first */
+		fd = expected;
+	}
+	return fd;
 }
 
 void fdcache_drop(uint32_t export_id, const struct fh_kernel *kh)

@@ -4,6 +4,9 @@
  * skips open_by_handle_at. Entries are reference counted: a descriptor stays
  * open while a call uses it, whatever the cache evicts meanwhile.
  *
+ * Each entry may also keep a read and a write descriptor of a regular file
+ * (fdcache_data_fd), so that READ and WRITE open nothing.
+ *
  * An O_PATH descriptor keeps its inode alive after the last name is gone, so
  * a cached descriptor whose inode has no link left means "stale": callers
  * check st_nlink and forget the entry (fdcache_forget).
@@ -26,6 +29,11 @@ int fdcache_get(uint32_t export_id, const struct fh_kernel *kh, int mount_fd, st
 void fdcache_put(struct fdcache_ref *ref);
 /* fdcache_forget -- drop the entry of ref (still valid until put). */
 void fdcache_forget(struct fdcache_ref *ref);
+/* fdcache_data_fd -- a descriptor for reading (O_RDONLY) or writing
+ * (O_WRONLY) the regular file of ref, opened by root and kept with the entry
+ * (not to be closed by the caller). The caller has checked the caller's
+ * permission. Returns the descriptor or -errno. */
+int fdcache_data_fd(struct fdcache_ref *ref, int flags);
 /* fdcache_drop -- forget the entry of kh if cached (its object lost a name:
  * do not keep a deleted inode alive in the cache). */
 void fdcache_drop(uint32_t export_id, const struct fh_kernel *kh);

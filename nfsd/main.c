@@ -286,7 +286,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	if ((rc = presto_open(&pc, xt)) < 0)
 		return 1;
-	/* O_PATH descriptors by handle: sized well under the descriptor limit */
+	/* descriptors by handle (up to three per entry: O_PATH, read, write),
+	 * sized well under the descriptor limit */
 	struct rlimit rl;
 	unsigned cache = 4096;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
@@ -294,8 +295,8 @@ int main(int argc, char **argv)
 			rl.rlim_cur = rl.rlim_max;
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
-		if (rl.rlim_cur < 2 * cache + 1024)
-			cache = rl.rlim_cur > 1536 ? (unsigned)(rl.rlim_cur - 1024) / 2 : 0;
+		if (rl.rlim_cur < 3 * cache + 1024)
+			cache = rl.rlim_cur > 1536 ? (unsigned)(rl.rlim_cur - 1024) / 3 : 0;
 	}
 	fdcache_init(cache);
 	if ((rc = rpc_init(conf.threads, dispatch)) < 0) {

@@ -303,17 +303,36 @@ static nfsstat3 commit_change(struct call *c, const struct obj *dir, int dirfd, 
 	return NFS3_OK;
 }
 
-/* open_data -- open a regular file for reading or writing as the caller. The
- * owner may read and write his own file whatever its mode says (knfsd's
- * owner override: a client that created a file 0444 still writes to it). */
-static int open_data(struct call *c, struct obj *o, int flags)
+/* open_data -- a descriptor to read or write a regular file as the caller.
+ * The owner may read and write his own file whatever its mode says (knfsd's
+ * owner override: a client that created a file 0444 still writes to it).
+ * With a cached object the descriptor is the cache's (*owned false) after a
+ * permission check as the caller; otherwise it is opened through /proc as
+ * the caller (*owned true: close it). */
+static int open_data(struct call *c, struct obj *o, int flags, bool *owned)
 {
 	char p[32];
 	int fd;
+	bool owner = caller_uid(c, o) == o->st.st_uid;
 
+	if (o->ref) {
+		int mode = (flags & O_ACCMODE) == O_RDONLY ? R_OK : W_OK;
+		if (!owner && syscall(SYS_faccessat2, o->fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) < 0)
+			return -1;
+		*owned = false;
+		vfs_become_root();
+		fd = fdcache_data_fd(o->ref, flags);
+		vfs_become(&c->cred, o->opts);
+		if (fd < 0) {
+			errno = -fd;
+			return -1;
+		}
+		return fd;
+	}
+	*owned = true;
 	vfs_proc_path(o->fd, p);
 	fd = open(p, flags | O_CLOEXEC);
-	if (fd < 0 && errno == EACCES && caller_uid(c, o) == o->st.st_uid) {
+	if (fd < 0 && errno == EACCES && owner) {
 		vfs_become_root();
 		fd = open(p, flags | O_CLOEXEC);
 		int e = errno;
@@ -348,11 +367,13 @@ static int apply_sattr(struct call *c, struct obj *o, const sattr3 *sa, bool ski
 			return -EINVAL;
 		if ((uint64_t)sa->size.set_size3_u.size > (uint64_t)LLONG_MAX)
 			return -EFBIG;
-		int fd = open_data(c, o, O_WRONLY);
+		bool owned;
+		int fd = open_data(c, o, O_WRONLY, &owned);
 		if (fd < 0)
 			return -errno;
 		int rc = ftruncate(fd, (off_t)sa->size.set_size3_u.size) < 0 ? -errno : 0;
-		close(fd);
+		if (owned)
+			close(fd);
 		if (rc < 0)
 			return rc;
 	}
@@ -624,6 +645,7 @@ static void nfs3_read(struct call *c, void *a, void *r)
 	READ3res *res = r;
 	struct obj o = OBJ_INIT;
 	int fd = -1;
+	bool owned = false;
 
 	res->status = obj_get(c, &args->file, &o);
 	if (res->status != NFS3_OK)
@@ -638,7 +660,7 @@ static void nfs3_read(struct call *c, void *a, void *r)
 		res->status = NFS3ERR_INVAL;
 		goto fail;
 	}
-	fd = open_data(c, &o, O_RDONLY);
+	fd = open_data(c, &o, O_RDONLY, &owned);
 	if (fd < 0) {
 		res->status = vfs_nfserr(errno);
 		goto fail;
@@ -676,7 +698,7 @@ static void nfs3_read(struct call *c, void *a, void *r)
 fail:
 	vfs_post_op_fd(&res->READ3res_u.resfail.file_attributes, o.fd, obj_fsid(&o));
 out:
-	if (fd >= 0)
+	if (fd >= 0 && owned)
 		close(fd);
 	obj_put(&o);
 }
@@ -690,7 +712,7 @@ static void nfs3_write(struct call *c, void *a, void *r)
 	struct obj o = OBJ_INIT;
 	struct stat before;
 	int fd = -1;
-	bool have_before = false;
+	bool have_before = false, owned = false;
 
 	res->status = obj_get(c, &args->file, &o);
 	if (res->status != NFS3_OK)
@@ -719,7 +741,7 @@ static void nfs3_write(struct call *c, void *a, void *r)
 		goto fail;
 	if ((res->status = become(c, &o)) != NFS3_OK)
 		goto fail;
-	fd = open_data(c, &o, O_WRONLY);
+	fd = open_data(c, &o, O_WRONLY, &owned);
 	if (fd < 0) {
 		res->status = vfs_nfserr(errno);
 		goto fail;
@@ -777,7 +799,7 @@ fail:
 	vfs_wcc(&res->WRITE3res_u.resfail.file_wcc, have_before ? &before : NULL, o.fd,
 		o.xe ? obj_fsid(&o) : 0);
 out:
-	if (fd >= 0)
+	if (fd >= 0 && owned)
 		close(fd);
 	obj_put(&o);
 }
