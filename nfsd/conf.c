@@ -3,6 +3,7 @@
  */
 #include "nfsd/conf.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -34,16 +35,21 @@ static int parse_size(const char *v, unsigned long long *out)
 	char *end;
 	unsigned long long n;
 
+	unsigned shift = 0;
+
 	errno = 0;
 	n = strtoull(v, &end, 10);
 	if (errno || end == v || v[0] == '-')
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': n <<= 10; end++; break;
-	case 'm': case 'M': n <<= 20; end++; break;
-	case 'g': case 'G': n <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
 	default: break;
 	}
+	if (n > ((1ull << 40) >> shift))
+		return -EINVAL;		/* before shifting: no wrap-around */
+	n <<= shift;
 	if (*end == 'i' || *end == 'B')
 		end++;
 	if (*end || n < (8ull << 20) || n > (1ull << 40))
@@ -76,6 +82,22 @@ static int parse_bool(const char *v, bool *out)
 	return 0;
 }
 
+/* numeric_addr -- an IPv4 or IPv6 address in numbers ("[::1]" too): bind
+ * addresses are never resolved by name. */
+static bool numeric_addr(const char *a)
+{
+	unsigned char buf[16];
+	char tmp[64];
+	size_t n = strlen(a);
+
+	if (n >= 2 && a[0] == '[' && a[n - 1] == ']' && n - 2 < sizeof(tmp)) {
+		memcpy(tmp, a + 1, n - 2);
+		tmp[n - 2] = '\0';
+		return inet_pton(AF_INET6, tmp, buf) == 1;
+	}
+	return inet_pton(AF_INET, a, buf) == 1 || inet_pton(AF_INET6, a, buf) == 1;
+}
+
 static int set_str(char *dst, size_t len, const char *v)
 {
 	if (strlen(v) >= len)
@@ -102,7 +124,8 @@ int conf_set(struct nfsd_conf *c, const char *key, const char *v, char *err, siz
 		c->nbind = 0;
 		rc = 0;
 		for (tok = strtok_r(tmp, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-			if (c->nbind == CONF_MAX_BIND || strlen(tok) >= sizeof(c->bind[0])) {
+			if (c->nbind == CONF_MAX_BIND || strlen(tok) >= sizeof(c->bind[0]) ||
+			    !numeric_addr(tok)) {
 				rc = -EINVAL;
 				break;
 			}
@@ -171,7 +194,8 @@ static char *trim(char *s)
 int conf_load(struct nfsd_conf *c, const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "re");
-	char line[8192], msg[512];
+	char *line = NULL, msg[512];
+	size_t cap = 0;
 	unsigned lineno = 0;
 	int rc = 0;
 
@@ -180,7 +204,7 @@ int conf_load(struct nfsd_conf *c, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return rc;
 	}
-	while (fgets(line, sizeof(line), f)) {
+	while (getline(&line, &cap, f) >= 0) {
 		lineno++;
 		char *h = strchr(line, '#');
 		if (h)
@@ -202,6 +226,7 @@ int conf_load(struct nfsd_conf *c, const char *path, char *err, size_t errlen)
 			break;
 		}
 	}
+	free(line);
 	fclose(f);
 	return rc;
 }

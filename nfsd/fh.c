@@ -17,8 +17,8 @@ static uint8_t fh_key[crypto_generichash_KEYBYTES];
 
 int fh_init(const char *state_dir)
 {
-	char path[4096];
-	int fd;
+	char path[4096], tmp[4200];
+	int fd, rc;
 	ssize_t n;
 
 	if (sodium_init() < 0)
@@ -36,20 +36,35 @@ int fh_init(const char *state_dir)
 	}
 	if (errno != ENOENT)
 		return -errno;
+	/* A new key: written and synced under a temporary name, then linked in
+	 * (link fails if another server got there first: use its key) and the
+	 * directory synced, so that a power cut never leaves a short key nor
+	 * loses one that minted handles. */
 	randombytes_buf(fh_key, sizeof(fh_key));
-	/* O_EXCL: two servers starting together must not both write a key */
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	snprintf(tmp, sizeof(tmp), "%s/fh.key.%d", state_dir, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return errno == EEXIST ? fh_init(state_dir) : -errno;
+		return -errno;
 	n = write(fd, fh_key, sizeof(fh_key));
 	if (n != (ssize_t)sizeof(fh_key) || fsync(fd) < 0) {
-		int e = n < 0 ? -errno : -EIO;
+		rc = n < 0 ? -errno : -EIO;
 		close(fd);
-		unlink(path);
-		return e;
+		unlink(tmp);
+		return rc;
 	}
 	close(fd);
-	return 0;
+	rc = link(tmp, path) < 0 ? -errno : 0;
+	unlink(tmp);
+	if (rc == -EEXIST)
+		return fh_init(state_dir);
+	if (rc < 0)
+		return rc;
+	fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
 }
 
 static void put32(uint8_t *p, uint32_t v)

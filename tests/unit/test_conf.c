@@ -4,8 +4,8 @@
  * every kind of bad value and unknown key with its "FILE:LINE: message",
  * sizes with suffixes, bind lists of IPv4 and IPv6 addresses.
  *
- * Tests named test_BUG_* show a defect of nfsd/conf.c that is not fixed yet
- * (reported; the module belongs to someone else): they fail until it is.
+ * The "Regression" tests guard defects found and fixed: a size whose suffix
+ * shift wrapped around, names accepted as bind addresses, long comment lines.
  */
 #include "nfsd/conf.h"
 
@@ -358,10 +358,10 @@ static void test_size_range_8M_1T(void **state)
 	assert_int_equal(conf_set(&c, "nvram_size", "1099511627777", err, sizeof(err)), -EINVAL);
 }
 
-/* BUG (nfsd/conf.c parse_size): the suffix shift is not checked for
+/* Regression (nfsd/conf.c parse_size, fixed): the suffix shift is not checked for
  * overflow, so a huge number wraps to a small legal size: 17179869185G is
  * (2^34 + 1) << 30 = 2^64 + 2^30, taken as 1G. */
-static void test_BUG_size_overflow_wraps(void **state)
+static void test_size_overflow_refused(void **state)
 {
 	/* each wraps to exactly 1G: (2^34 + 1) G, (2^44 + 2^10) M, (2^54 + 2^20) k */
 	static const char *huge[] = { "17179869185G", "17592186045440M", "18014398510530560k" };
@@ -371,7 +371,7 @@ static void test_BUG_size_overflow_wraps(void **state)
 	for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
 		conf_defaults(&c);
 		if (conf_set(&c, "nvram_size", huge[i], err, sizeof(err)) != -EINVAL)
-			fail_msg("BUG: nvram_size = %s accepted as %llu bytes", huge[i],
+			fail_msg("nvram_size = %s accepted as %llu bytes", huge[i],
 				 c.nvram_size);
 	}
 }
@@ -467,12 +467,12 @@ static void test_bind_bad(void **state)
 	expect_err(3, "bad value \"1.1.1.1,2.2.2.2,3.3.3.3,4.4.4.4,5.5.5.5\" for bind");
 }
 
-/* BUG (nfsd/conf.c, bind): conf.c says "a comma-separated list of numeric
+/* Regression (nfsd/conf.c, bind, fixed): conf.c says "a comma-separated list of numeric
  * addresses" and presto.conf "Never resolved by name", but conf_set does not
  * check the addresses: "bind = localhost" loads, and the error comes later
  * from main.c ("bind address ... is not a numeric ...") without FILE:LINE,
  * after the state directory and the handle key were made. */
-static void test_BUG_bind_names_accepted(void **state)
+static void test_bind_names_refused(void **state)
 {
 	static const char *bad[] = { "localhost", "127.0.0.1, example.com", "1.2.3", "::1::2",
 				     "127.0.0.1:2049" };
@@ -483,7 +483,7 @@ static void test_BUG_bind_names_accepted(void **state)
 		char text[256];
 		snprintf(text, sizeof(text), "\nbind = %s\n", bad[i]);
 		if (load(&c, text) != -EINVAL)
-			fail_msg("BUG: \"bind = %s\" loads (nbind %u); not a list of numeric addresses",
+			fail_msg("\"bind = %s\" loads (nbind %u); not a list of numeric addresses",
 				 bad[i], c.nbind);
 	}
 }
@@ -557,10 +557,10 @@ static void test_missing_file(void **state)
 	check_defaults(&c);
 }
 
-/* BUG (nfsd/conf.c conf_load): a line longer than the 8 KiB fgets buffer is
+/* Regression (nfsd/conf.c conf_load, fixed): a line longer than the 8 KiB fgets buffer is
  * read in pieces and each piece is taken for a line of its own: a long
  * comment line makes its tail a syntax error (with the wrong line number). */
-static void test_BUG_long_comment_line(void **state)
+static void test_long_comment_line(void **state)
 {
 	struct nfsd_conf c;
 	size_t n = 10000;
@@ -574,7 +574,7 @@ static void test_BUG_long_comment_line(void **state)
 	int rc = load(&c, text);
 	free(text);
 	if (rc != 0)
-		fail_msg("BUG: a %zu-character comment line is refused: %s", n, err);
+		fail_msg("a %zu-character comment line is refused: %s", n, err);
 	assert_int_equal(c.threads, 7);
 }
 
@@ -589,15 +589,15 @@ int main(void)
 		cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_size_range_8M_1T),
-		cmocka_unit_test(test_BUG_size_overflow_wraps),
+		cmocka_unit_test(test_size_overflow_refused),
 		cmocka_unit_test(test_strings_too_long),
 		cmocka_unit_test(test_bind_lists),
 		cmocka_unit_test(test_bind_bad),
-		cmocka_unit_test(test_BUG_bind_names_accepted),
+		cmocka_unit_test(test_bind_names_refused),
 		cmocka_unit_test(test_errors_file_line),
 		cmocka_unit_test(test_unknown_key_conf_set),
 		cmocka_unit_test(test_missing_file),
-		cmocka_unit_test(test_BUG_long_comment_line),
+		cmocka_unit_test(test_long_comment_line),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
