@@ -170,14 +170,14 @@ def nfs_traffic(srv, n=4):
     src = os.path.join(srv.dir, "payload")
     with open(src, "wb") as f:
         f.write(os.urandom(300000))
-    ok = True
-    for i in range(n):
-        p = subprocess.run(["nfs-cp", src, srv.url("fast", "f%d" % i)],
+    runs = [("fast", "f%d" % i) for i in range(n)] + [("slow", "g")]
+    for export, name in runs:
+        p = subprocess.run(["nfs-cp", src, srv.url(export, name)],
                            capture_output=True, text=True, timeout=60)
-        ok &= p.returncode == 0
-    p = subprocess.run(["nfs-cp", src, srv.url("slow", "g")], capture_output=True, text=True,
-                       timeout=60)
-    return ok and p.returncode == 0
+        if not check("nfs-cp to %s/%s" % (export, name), p.returncode == 0,
+                     (p.stdout + p.stderr).strip()):
+            return False
+    return True
 
 
 def right_edges(lines):
