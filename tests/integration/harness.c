@@ -136,7 +136,8 @@ static int it_write_exports(struct it_server *s, const struct it_export *ex, int
 	if (!f)
 		return -1;
 	for (int i = 0; i < n; i++)
-		fprintf(f, "%s/%s %s\n", s->dir, ex[i].sub, ex[i].clients);
+		fprintf(f, strchr(ex[i].sub, ' ') ? "\"%s/%s\" %s\n" : "%s/%s %s\n", s->dir, ex[i].sub,
+			ex[i].clients);
 	return fclose(f);
 }
 
@@ -213,7 +214,7 @@ static int it_write_ganesha_conf(struct it_server *s, const struct it_export *ex
 		}
 		fclose(b);
 		fprintf(f,
-			"EXPORT {\n\tExport_Id = %d;\n\tPath = %s/%s;\n\tPseudo = %s/%s;\n"
+			"EXPORT {\n\tExport_Id = %d;\n\tPath = \"%s/%s\";\n\tPseudo = \"%s/%s\";\n"
 			"\tProtocols = 3;\n\tTransports = TCP;\n\tAccess_Type = None;\n"
 			"\tSquash = root_squash;\n\tSecType = sys;\n\tPrivilegedPort = %s;\n"
 			"\tFSAL { Name = VFS; }\n%s}\n",
@@ -410,7 +411,7 @@ static int it_start_presto(struct it_server *s, int flags)
 			line);
 		return -1;
 	}
-	fprintf(stderr, "integration: presto-nfsd printed no ready line within %d ms\n", IT_TIMEOUT_MS);
+	fprintf(stderr, "integration: presto-nfsd printed no ready line (it exited, or %d ms passed)\n", IT_TIMEOUT_MS);
 	return -1;
 }
 

@@ -335,6 +335,85 @@ static void test_client_list(void **state)
 	free(reply);
 }
 
+/* mnt_as -- start a server with one export line, MNT it from 127.0.0.1 and
+ * try a CREATE; returns the mountstat3, *create gets the nfsstat3 */
+static int mnt_and_create(const char *sub, const char *clients, int *create)
+{
+	struct it_export ex = { sub, clients };
+	struct rpc_context *m, *rpc;
+	struct it_fh fh;
+	char path[256];
+	int st;
+
+	*create = -1;
+	if (it_server_startv(&srv, &ex, 1, 0) < 0)
+		fail_msg("the server refused the line: %s", clients);
+	snprintf(path, sizeof(path), "%s/%s", srv.dir, sub);
+	m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	assert_non_null(m);
+	st = it_mnt(m, path, &fh);
+	it_rpc_close(m);
+	if (st == MNT3_OK) {
+		rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+		assert_non_null(rpc);
+		*create = it_create(rpc, &fh, "probe", UNCHECKED, 0644, NULL, &r);
+		it_rpc_close(rpc);
+	}
+	assert_int_equal(it_server_stop(&srv), 0);
+	return st;
+}
+
+static void test_client_forms(void **state)
+{
+	int c;
+
+	(void)state;
+	it_res_init(&r);
+	assert_int_equal(mnt_and_create("export", "127.0.0.0/8(rw,insecure)", &c), MNT3_OK);
+	assert_int_equal(c, NFS3_OK);
+	assert_int_equal(mnt_and_create("export", "127.0.0.2/32(rw,insecure)", &c), MNT3ERR_ACCES);
+	assert_int_equal(mnt_and_create("export", "10.0.0.0/8(rw,insecure)", &c), MNT3ERR_ACCES);
+	assert_int_equal(mnt_and_create("export", "*(ro,insecure)", &c), MNT3_OK);
+	assert_int_equal(c, NFS3ERR_ROFS);
+	assert_int_equal(mnt_and_create("export", "localhost(rw,insecure)", &c), MNT3_OK);
+	assert_int_equal(c, NFS3_OK);
+	/* a path with a space, quoted */
+	assert_int_equal(mnt_and_create("with space", "127.0.0.1(rw,insecure)", &c), MNT3_OK);
+	assert_int_equal(c, NFS3_OK);
+	if (!it_is_ganesha()) {
+		/* a netmask (Ganesha's CLIENT blocks take CIDR only) */
+		assert_int_equal(mnt_and_create("export", "127.0.0.0/255.255.255.0(rw,insecure)", &c), MNT3_OK);
+		assert_int_equal(c, NFS3_OK);
+		/* default options before the clients (exports(5)) */
+		assert_int_equal(mnt_and_create("export", "-ro,insecure 127.0.0.1", &c), MNT3_OK);
+		assert_int_equal(c, NFS3ERR_ROFS);
+		assert_int_equal(mnt_and_create("export", "-ro,insecure 127.0.0.1(rw)", &c), MNT3_OK);
+		assert_int_equal(c, NFS3_OK);
+	}
+}
+
+static void test_bad_exports_refused(void **state)
+{
+	/* presto-nfsd refuses a file it does not understand (etc/exports) */
+	static const char *bad[] = {
+		"127.0.0.1 (rw)",		/* space before '(' */
+		"127.0.0.1(rw,bogus_option)",
+		"127.0.0.1(rw",
+	};
+	struct it_export ex = { "export", NULL };
+
+	it_presto_only();
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ex.clients = bad[i];
+		print_message("exports line \"%s\" (expect a refusal below)\n", bad[i]);
+		if (it_server_startv(&srv, &ex, 1, 0) == 0) {
+			it_server_stop(&srv);
+			fail_msg("presto-nfsd started with the exports line \"%s\"", bad[i]);
+		}
+	}
+}
+
 static void test_secure_port(void **state)
 {
 	/* "secure" (the default): calls from a source port >= 1024 are refused,
@@ -492,6 +571,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_denied_client, test_teardown),
 		cmocka_unit_test_teardown(test_ipv6_only_client, test_teardown),
 		cmocka_unit_test_teardown(test_client_list, test_teardown),
+		cmocka_unit_test_teardown(test_client_forms, test_teardown),
+		cmocka_unit_test_teardown(test_bad_exports_refused, test_teardown),
 		cmocka_unit_test_teardown(test_secure_port, test_teardown),
 		cmocka_unit_test_teardown(test_two_exports, test_teardown),
 		cmocka_unit_test_teardown(test_ipv6, test_teardown),
