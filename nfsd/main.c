@@ -77,6 +77,9 @@ static int on_signal(int signo)
 			return 0;
 		}
 		xtab_install(x);
+		/* cached descriptors of exports that went away close as soon as
+		 * no call uses them */
+		fdcache_clear();
 		log_info("reloaded %s: %zu export(s)", conf.exports, x->n);
 		return 0;
 	}
