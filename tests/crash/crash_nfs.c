@@ -87,6 +87,7 @@
 #define CR_HANDLES 4
 #define CR_WORKERS_MAX 8
 #define CR_RPC_TIMEOUT_MS 10000
+#define CR_READY_TIMEOUT_MS 20000	/* start-up, recovery included */
 #define CR_DEAD_MAX 256
 #define CR_ENTRIES_MAX 48		/* names per client subtree */
 #define CR_DIRS_MAX 8			/* directories per client subtree, its root included */
@@ -107,9 +108,10 @@ static struct {
 	const char *copy;
 	const char *nvram_size;
 	int cycles;			/* powercut / fulllog cycles */
+	int replay;			/* kill: 0 auto, 1 always, 2 mixed (half and half) */
 	int verbose;
 } cfg = {
-	.workers = 4, .kills = 40, .time_limit = 150, .nvram_size = "64M", .cycles = 0,
+	.workers = 4, .kills = 40, .time_limit = 150, .nvram_size = "64M", .cycles = 0, .replay = 2,
 };
 
 static long long now_ms(void)
@@ -196,6 +198,8 @@ static void info(const char *fmt, ...)
 	printf("\n");
 }
 
+static void hist_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* ------------------------------------------------------------------ server */
 
 struct server {
@@ -242,6 +246,20 @@ static void server_logf(const char *fmt, ...)
 	fclose(f);
 }
 
+/* server_stacks -- where a hung server is (gdb, if installed) */
+static void server_stacks(void)
+{
+	char cmd[256];
+
+	fflush(stdout);
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 20 gdb -q -batch -p %d -ex 'thread apply all bt 12' 2>/dev/null | grep -E '^(#|Thread)' | head -80",
+		 (int)srv.pid);
+	if (system(cmd) < 0)
+		printf("(gdb failed)\n");
+	fflush(stdout);
+}
+
 /* server_start -- fork/exec presto-nfsd; with wait_ready, wait (10 s) for its
  * "ready" line and learn the ports. Returns 0, or -1 (reported). */
 static int server_start(int replay_always, int wait_ready)
@@ -281,6 +299,8 @@ static int server_start(int replay_always, int wait_ready)
 	argv[argc] = NULL;
 
 	srv.starts++;
+	hist_add("- S: server start %d%s%s", srv.starts, cfg.presto && replay_always ? " --replay=always" : "",
+		 wait_ready ? "" : " (killed during start-up)");
 	server_logf("=== crash_nfs: start %d:", srv.starts);
 	for (int i = 0; i < argc; i++)
 		server_logf(" %s", argv[i]);
@@ -310,7 +330,7 @@ static int server_start(int replay_always, int wait_ready)
 	if (!wait_ready)
 		return 0;
 
-	long long deadline = now_ms() + CR_RPC_TIMEOUT_MS;
+	long long deadline = now_ms() + CR_READY_TIMEOUT_MS;
 
 	while (now_ms() < deadline) {
 		char buf[8192];
@@ -348,7 +368,8 @@ static int server_start(int replay_always, int wait_ready)
 		}
 		usleep(5000);
 	}
-	failf("server start %d not ready within %d ms", srv.starts, CR_RPC_TIMEOUT_MS);
+	failf("server start %d not ready within %d ms; its threads:", srv.starts, CR_READY_TIMEOUT_MS);
+	server_stacks();
 	server_log_tail(40);
 	kill(srv.pid, SIGKILL);
 	waitpid(srv.pid, NULL, 0);
@@ -373,6 +394,7 @@ static void server_kill(void)
 	kill(srv.pid, SIGKILL);
 	waitpid(srv.pid, &status, 0);
 	srv.pid = 0;
+	hist_add("- K: SIGKILL");
 	server_logf("=== crash_nfs: SIGKILL\n");
 }
 
@@ -385,6 +407,7 @@ static int server_stop(void)
 	if (srv.pid <= 0)
 		return 0;
 	kill(srv.pid, SIGTERM);
+	hist_add("- K: SIGTERM");
 	while (now_ms() < deadline) {
 		if (waitpid(srv.pid, &status, WNOHANG) == srv.pid) {
 			srv.pid = 0;
@@ -1601,6 +1624,71 @@ static int op_has_handles(const struct model *m, const struct op *op)
 	}
 }
 
+/* ---------------------------------------------------------------- history */
+
+/* Every acknowledged op (as described before it applied), every kill and
+ * restart: what a failure report quotes for the names that differ. */
+static char (*hist)[200];
+static int nhist, chist;
+
+static void hist_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void hist_add(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (nhist == chist) {
+		chist = chist ? 2 * chist : 4096;
+		hist = realloc(hist, chist * sizeof(*hist));
+	}
+	va_start(ap, fmt);
+	vsnprintf(hist[nhist++], sizeof(hist[0]), fmt, ap);
+	va_end(ap);
+}
+
+/* hist_match -- does description p name path (as a whole token)? */
+static int hist_match(const char *p, const char *path)
+{
+	size_t l = strlen(path);
+
+	for (const char *q = strstr(p, path); q; q = strstr(q + 1, path)) {
+		char before = q == p ? ' ' : q[-1], after = q[l];
+
+		if ((before == '/' || before == ' ') && (after == '\0' || after == ' ' || after == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/* hist_print -- the last ops of client w that name PATH (its full path, or
+ * failing that its last component), with the kills and restarts between */
+static void hist_print(int w, const char *path)
+{
+	const char *key = path;
+	char wtag[16];
+	int idx[10], n = 0;
+
+	snprintf(wtag, sizeof(wtag), "w%d#", w);
+	for (int pass = 0; pass < 2 && n == 0; pass++) {
+		if (pass)
+			key = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+		for (int i = nhist - 1; i >= 0 && n < 10; i--)
+			if (!strncmp(hist[i], wtag, strlen(wtag)) && hist_match(hist[i], key))
+				idx[n++] = i;
+	}
+	printf("  last ops naming '%s' (client#op description, oldest first; '-' lines: kills, starts):\n", key);
+	for (int k = n - 1; k >= 0; k--) {
+		int from = k == n - 1 ? idx[k] : idx[k + 1] + 1;
+
+		for (int i = from; i < idx[k]; i++)
+			if (hist[i][0] == '-')
+				printf("      %s\n", hist[i]);
+		printf("    %s\n", hist[idx[k]]);
+	}
+	for (int i = n ? idx[0] + 1 : nhist; i < nhist; i++)
+		if (hist[i][0] == '-')
+			printf("      %s\n", hist[i]);
+}
+
 /* ---------------------------------------------------------------- workers */
 
 struct worker {
@@ -1698,6 +1786,7 @@ static void worker_reply(struct worker *w)
 			return;
 		}
 	}
+	hist_add("%s", op_desc(&M, op));
 	model_apply(&M, op, r->has_fh ? &r->fh : NULL, op->kind == OP_WRITE ? r->count : 0, 0);
 	w->acked++;
 	ST.acked++;
@@ -1782,6 +1871,7 @@ static void workers_crashed(void)
 		struct worker *w = &W[i];
 
 		if (w->inflight || w->retry_at) {
+			hist_add("%s (in flight, no reply)", op_desc(&M, &w->op));
 			w->maybe = 1;
 			w->maybe_op = w->op;
 			ST.maybes++;
@@ -2005,6 +2095,18 @@ static const char *lent_desc(const struct lent *e)
 	return s;
 }
 
+static char diff_paths[8][320];
+static int ndiff_paths;
+
+static void diff_path(const char *p)
+{
+	for (int i = 0; i < ndiff_paths; i++)
+		if (!strcmp(diff_paths[i], p))
+			return;
+	if (ndiff_paths < 8)
+		snprintf(diff_paths[ndiff_paths++], sizeof(diff_paths[0]), "%s", p);
+}
+
 /* listing_diff -- 0 if actual matches expected; else a description of the
  * first difference(s) in msg */
 static int listing_diff(const struct listing *ex, const struct listing *ac, char *msg, size_t cap)
@@ -2024,12 +2126,14 @@ static int listing_diff(const struct listing *ex, const struct listing *ac, char
 		int c = !e ? 1 : !a ? -1 : strcmp(e->path, a->path);
 
 		if (c < 0) {
+			diff_path(e->path);
 			CR_ADD("\n    %s: expected %s, found nothing", e->path, lent_desc(e));
 			ndiff++;
 			i++;
 			continue;
 		}
 		if (c > 0) {
+			diff_path(a->path);
 			CR_ADD("\n    %s: expected nothing, found %s", a->path, lent_desc(a));
 			ndiff++;
 			j++;
@@ -2041,6 +2145,7 @@ static int listing_diff(const struct listing *ex, const struct listing *ac, char
 		    (e->type == T_REG && (e->size != a->size || e->nlink != a->nlink || e->crc != a->crc ||
 					  strcmp(e->group, a->group))) ||
 		    (e->type == T_LNK && strcmp(e->target, a->target))) {
+			diff_path(e->path);
 			CR_ADD("\n    %s: expected %s, found %s", e->path, lent_desc(e), lent_desc(a));
 			if (e->type == T_REG && a->type == T_REG && e->crc != a->crc) {
 				uint32_t k, n = e->size < a->size ? e->size : a->size;
@@ -2053,11 +2158,13 @@ static int listing_diff(const struct listing *ex, const struct listing *ac, char
 			continue;
 		}
 		if (e->mtime_known && (e->mtime.seconds != a->mtime.seconds || e->mtime.nseconds != a->mtime.nseconds)) {
+			diff_path(e->path);
 			CR_ADD("\n    %s: expected mtime %u.%09u, found %u.%09u", e->path, e->mtime.seconds,
 			       e->mtime.nseconds, a->mtime.seconds, a->mtime.nseconds);
 			ndiff++;
 		}
 		if (e->atime_known && (e->atime.seconds != a->atime.seconds || e->atime.nseconds != a->atime.nseconds)) {
+			diff_path(e->path);
 			CR_ADD("\n    %s: expected atime %u.%09u, found %u.%09u", e->path, e->atime.seconds,
 			       e->atime.nseconds, a->atime.seconds, a->atime.nseconds);
 			ndiff++;
@@ -2238,6 +2345,31 @@ static int check_handle(const struct model *m, int id, const struct fh *f, const
 	return bad ? -1 : 0;
 }
 
+/* write_prefix -- how many bytes of an unanswered WRITE the host's file
+ * holds: the longest prefix of its data found at its offset */
+static uint32_t write_prefix(const struct listing *ac, int w, const struct op *op)
+{
+	char path[320];
+	unsigned char *want;
+	uint32_t k = 0;
+
+	(void)w;
+	snprintf(path, sizeof(path), "%s", model_path(&M, op->obj));
+	for (int i = 0; i < ac->n; i++) {
+		const struct lent *a = &ac->e[i];
+
+		if (strcmp(a->path, path) || a->type != T_REG || a->size <= op->off)
+			continue;
+		want = malloc(op->len);
+		pattern(want, op->seed, op->off, op->len);
+		while (k < op->len && op->off + k < a->size && a->data[op->off + k] == want[k])
+			k++;
+		free(want);
+		break;
+	}
+	return k;
+}
+
 /* check_all -- after a restart: resolve the maybes against the host's view,
  * then check every held handle through NFS, then fetch handles for objects
  * that have none (and fresh ones by LOOKUP). */
@@ -2245,7 +2377,7 @@ static void check_all(const char *when)
 {
 	struct fh root;
 	struct res r;
-	int bad_handles = 0;
+	int bad_handles = 0, mismatch = 0;
 
 	memset(&r, 0, sizeof(r));
 	for (int w = 0; w < cfg.workers; w++) {
@@ -2259,6 +2391,7 @@ static void check_all(const char *when)
 		}
 		model_listing(&M, w, &ex);
 		host_listing(w, &ac);
+		ndiff_paths = 0;
 		if (listing_diff(&ex, &ac, msg_a, sizeof(msg_a)) == 0) {
 			if (wk->maybe && cfg.verbose)
 				info("%s: %s was not applied", when, op_desc(&M, &wk->maybe_op));
@@ -2268,32 +2401,39 @@ static void check_all(const char *when)
 
 			const struct op *mop = &wk->maybe_op;
 			uint32_t count = mop->len;
-			int ok;
+			int ok = 0;
 
-			/* a killed WRITE may stop between pages (the kernel checks for a
-			 * fatal signal after each page): try every page-boundary prefix */
-			for (;;) {
+			/* a killed WRITE may leave a prefix of its data (the kernel stops
+			 * between pages on a fatal signal; a server may write in pieces):
+			 * besides all and nothing, try the prefix the file shows */
+			uint32_t cand[3] = { mop->len, 0, 0 };
+			int ncand = mop->kind == OP_WRITE ? 3 : 1;
+
+			if (mop->kind == OP_WRITE)
+				cand[2] = write_prefix(&ac, w, mop);
+			for (int c = 0; c < ncand; c++) {
+				count = cand[c];
+				if (c == 2 && (count == 0 || count == mop->len))
+					break;
 				model_clone(&alt, &M);
 				model_apply(&alt, mop, NULL, count, 1);
 				model_listing(&alt, w, &ex2);
-				ok = listing_diff(&ex2, &ac, count == mop->len ? msg_b : scratch,
-						  count == mop->len ? sizeof(msg_b) : sizeof(scratch)) == 0;
-				if (ok || mop->kind != OP_WRITE)
-					break;
-				count = count == mop->len ? 0 : count;
-				count = (uint32_t)(((mop->off + count) / 4096 + 1) * 4096 - mop->off);
-				if (count >= mop->len)
+				ok = listing_diff(&ex2, &ac, c == 0 ? msg_b : scratch,
+						  c == 0 ? sizeof(msg_b) : sizeof(scratch)) == 0;
+				if (ok)
 					break;
 				model_free(&alt);
 				listing_free(&ex2);
 			}
+			if (!ok)
+				model_clone(&alt, &M);	/* freed below */
 			if (ok) {
 				if (cfg.verbose || count != mop->len)
 					info("%s: %s was applied%s", when, op_desc(&M, mop),
 					     count != mop->len ? " partly" : "");
 				if (count != mop->len) {
 					ST.partial_writes++;
-					info("%s: only its first %u bytes (up to a page boundary) are there", when, count);
+					info("%s: only its first %u of %u bytes are there", when, count, mop->len);
 				}
 				ST.maybe_applied++;
 				model_free(&M);
@@ -2302,18 +2442,27 @@ static void check_all(const char *when)
 				failf("%s: subtree w%d matches neither the acknowledged operations nor them plus the one in flight (%s)\n  without it:%s\n  with it:%s",
 				      when, w, op_desc(&M, &wk->maybe_op), msg_a, msg_b);
 				model_free(&alt);
+				for (int k = 0; k < ndiff_paths; k++)
+					hist_print(w, diff_paths[k]);
 				worker_disable(wk, "tree mismatch");
+				mismatch++;
 			}
 			listing_free(&ex2);
 		} else {
 			failf("%s: subtree w%d differs from the acknowledged operations (none was in flight):%s", when, w,
 			      msg_a);
+			for (int k = 0; k < ndiff_paths; k++)
+				hist_print(w, diff_paths[k]);
 			worker_disable(wk, "tree mismatch");
+			mismatch++;
 		}
 		wk->maybe = 0;
 		listing_free(&ex);
 		listing_free(&ac);
 	}
+
+	if (mismatch)
+		server_log_tail(16);
 
 	/* the root handle */
 	if (do_mnt(&root) == 0 && M.o[M.root].nfh && !fh_eq(&root, &M.o[M.root].fh[0]))
@@ -2508,7 +2657,7 @@ static int mode_kill(void)
 	while (ST.kills < cfg.kills && now_ms() < end && any_enabled()) {
 		long long dur;
 		unsigned r = rnd(100);
-		int replay_always = cfg.presto && rnd(2);
+		int replay_always = cfg.presto && (cfg.replay == 2 ? (int)rnd(2) : cfg.replay);
 
 		ST.cycles++;
 		dur = r < 15 ? rnd(30) : r < 85 ? 30 + rnd(500) : 500 + rnd(1500);
@@ -2586,6 +2735,7 @@ static void snapshot(void)
 	frozen = 1;
 	run_cmd("cp --sparse=always '%s' '%s'", cfg.image, cfg.copy);
 	thaw();
+	hist_add("- C: image copied (what a power cut now would leave)");
 	snapshots++;
 	if (cfg.verbose)
 		info("snapshot took %lld ms", now_ms() - t);
@@ -2730,7 +2880,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: crash_nfs [--mode kill,fulllog,powercut] [--presto auto|on|off] [--kills N]\n"
 		"                 [--time-limit SEC] [--workers N] [--seed S] [--cycles N]\n"
-		"                 [--nvram-size SIZE] [--verbose]\n"
+		"                 [--nvram-size SIZE] [--replay auto|always|mixed] [--verbose]\n"
 		"                 [--export DIR --loopdev DEV --image FILE --copy FILE]\n");
 	exit(2);
 }
@@ -2768,6 +2918,8 @@ int main(int argc, char **argv)
 			cfg.workers = atoi(v);
 		else if (!strcmp(a, "--seed"))
 			cfg.seed = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--replay"))
+			cfg.replay = !strcmp(v, "always") ? 1 : !strcmp(v, "auto") ? 0 : 2;
 		else if (!strcmp(a, "--cycles"))
 			cfg.cycles = atoi(v);
 		else if (!strcmp(a, "--nvram-size"))
