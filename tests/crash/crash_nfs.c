@@ -1844,7 +1844,7 @@ static void run_workload(long long deadline_ms, long long hook_ms, void (*hook)(
 			idx[n++] = i;
 		}
 		if (!active)
-			return;
+			break;
 		if (poll(pfd, n, 2) < 0 && errno != EINTR)
 			return;
 		for (int k = 0; k < n; k++) {
@@ -1862,6 +1862,8 @@ static void run_workload(long long deadline_ms, long long hook_ms, void (*hook)(
 				worker_reply(w);
 		}
 	}
+	if (hook)
+		hook();		/* its moment fell after the last reply */
 }
 
 /* workers_crashed -- the server is dead: every op in flight is a "maybe" */
@@ -2326,6 +2328,8 @@ static int check_handle(const struct model *m, int id, const struct fh *f, const
 					continue;
 				if (model_lookup(m, id, r.names[k]) >= 0)
 					seen++;
+				else if (id == m->root)
+					continue;	/* not ours: lost+found, other files */
 				else if (strlen(extra) < 200)
 					snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra), " %s", r.names[k]);
 			}
@@ -2599,9 +2603,12 @@ static int setup_tree(void)
 	}
 	res_reset(&r, P_NONE);
 	for (int w = 0; w < cfg.workers; w++) {
+		struct rpc_context *keep = W[w].rpc;
+
 		free(W[w].wbuf);
 		res_reset(&W[w].res, P_NONE);
 		memset(&W[w], 0, sizeof(W[w]));
+		W[w].rpc = keep;
 		W[w].id = w;
 		W[w].enabled = 1;
 		W[w].wbuf = malloc(CR_WRITE_MAX);
@@ -2754,6 +2761,7 @@ static int mode_powercut(void)
 {
 	long long t0 = now_ms(), end = t0 + cfg.time_limit * 1000LL;
 	int cycles = cfg.cycles ? cfg.cycles : 8;
+	int early = getenv("CRASH_POWERCUT_EARLY") != NULL;
 	char when[96];
 
 	memset(&ST, 0, sizeof(ST));
@@ -2771,9 +2779,10 @@ static int mode_powercut(void)
 		int before = rnd(3) == 0;
 
 		ST.cycles++;
-		if (!cfg.presto) {
+		if (!cfg.presto && !early) {
 			/* no log: a copy taken before the kill would lose acknowledged
-			 * work; take it at the kill instead */
+			 * work; take it at the kill instead (CRASH_POWERCUT_EARLY=1 does
+			 * not: a check that the test sees the loss) */
 			run_workload(start + dur, 0, NULL, 0);
 		} else if (before) {
 			snapshot();
@@ -2787,12 +2796,12 @@ static int mode_powercut(void)
 		ST.kills++;
 		workers_crashed();
 		disconnect_all();
-		if (!cfg.presto)
+		if (!cfg.presto && !early)
 			snapshot();
 		if (restore_copy() < 0)
 			break;
 		snprintf(when, sizeof(when), "power cut %d (copy taken %s)", c + 1,
-			 !cfg.presto ? "at the kill" : before ? "before the first op" : "mid-workload");
+			 !cfg.presto && !early ? "at the kill" : before ? "before the first op" : "mid-workload");
 		if (restart_and_check(1, when) < 0)
 			break;
 	}
