@@ -66,21 +66,30 @@ static void usage(FILE *f)
 		"  --control PATH      control socket (default STATE_DIR/control.sock)\n");
 }
 
+/* reload_exports -- parse the exports file again and install it; a bad file
+ * keeps the exports in force. Used by SIGHUP and the control socket. */
+static int reload_exports(char *err, size_t errlen)
+{
+	struct xtab *x;
+	int rc = xtab_load(conf.exports, &x, err, errlen);
+
+	if (rc < 0) {
+		log_warnx("reload of %s refused, keeping the exports in force: %s", conf.exports, err);
+		return rc;
+	}
+	xtab_install(x);
+	/* cached descriptors of exports that went away close as soon as no
+	 * call uses them */
+	fdcache_clear();
+	log_info("reloaded %s: %zu export(s)", conf.exports, x->n);
+	return 0;
+}
+
 static int on_signal(int signo)
 {
 	if (signo == SIGHUP) {
 		char err[512];
-		struct xtab *x;
-		int rc = xtab_load(conf.exports, &x, err, sizeof(err));
-		if (rc < 0) {
-			log_warnx("reload of %s refused, keeping the exports in force: %s", conf.exports, err);
-			return 0;
-		}
-		xtab_install(x);
-		/* cached descriptors of exports that went away close as soon as
-		 * no call uses them */
-		fdcache_clear();
-		log_info("reloaded %s: %zu export(s)", conf.exports, x->n);
+		reload_exports(err, sizeof(err));
 		return 0;
 	}
 	log_info("signal %d: stopping", signo);
@@ -337,6 +346,7 @@ int main(int argc, char **argv)
 		snprintf(ctl, sizeof(ctl), "%s", conf.control);
 	else
 		snprintf(ctl, sizeof(ctl), "%s/control.sock", conf.state_dir);
+	control_set_reload(reload_exports);
 	if ((rc = control_start(ctl)) < 0) {
 		errno = -rc;
 		log_warn("control socket %s", ctl);
