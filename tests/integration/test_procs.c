@@ -152,6 +152,7 @@ static void test_setattr(void **state)
 	assert_int_equal(st.st_mtime, 1100000000);
 	assert_int_equal(it_getattr(rpc, &f, &r), NFS3_OK);
 	assert_int_equal(r.attr.mtime.seconds, 1100000000);
+	assert_int_equal(r.attr.mtime.nseconds, 500);	/* ext4 keeps nanoseconds */
 	assert_int_equal(r.attr.atime.seconds, 1000000000);
 
 	/* times set to the server's clock */
@@ -414,6 +415,10 @@ static void test_write(void **state)
 	assert_int_equal(len, sizeof(buf));
 	assert_memory_equal(back, buf, sizeof(buf));
 	free(back);
+	/* wcc: the pre-op size is the size before this write */
+	assert_int_equal(it_write(rpc, &f, 0, buf, 10, FILE_SYNC, &r), NFS3_OK);
+	if (r.has_before)
+		assert_int_equal(r.before.size, sizeof(buf));
 	/* a hole: write far past the end */
 	assert_int_equal(it_write(rpc, &f, 1 << 20, "end", 3, FILE_SYNC, &r), NFS3_OK);
 	assert_int_equal(r.after.size, (1 << 20) + 3);
@@ -431,6 +436,66 @@ static void test_write(void **state)
 		assert_int_equal(it_nfs3(rpc, NFS3_COMMIT, &c, &r), NFS3_OK);
 		assert_memory_equal(r.verf, verf, 8);
 	}
+}
+
+static void test_large_offsets(void **state)
+{
+	/* 64-bit offsets: a sparse file of 5 GiB */
+	struct it_fh d = mkdir_fh("large");
+	struct it_fh f = create_fh(&d, "sparse", 0644);
+	const uint64_t off = 5ull << 30;
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(it_write(rpc, &f, off, "far away", 8, FILE_SYNC, &r), NFS3_OK);
+	assert_int_equal(r.after.size, off + 8);
+	assert_int_equal(it_getattr(rpc, &f, &r), NFS3_OK);
+	assert_int_equal(r.attr.size, off + 8);
+	assert_true(r.attr.used < (1u << 20));
+	assert_int_equal(it_read(rpc, &f, off - 2, 100, &r), NFS3_OK);
+	assert_int_equal(r.count, 10);
+	assert_true(r.eof);
+	assert_memory_equal(r.data, "\0\0far away", 10);
+	assert_int_equal(stat(it_path(&srv, "large/sparse"), &st), 0);
+	assert_int_equal((uint64_t)st.st_size, off + 8);
+	/* truncating back below 4 GiB */
+	{
+		SETATTR3args a;
+
+		memset(&a, 0, sizeof(a));
+		a.object = it_fh3(&f);
+		a.new_attributes.size.set_it = 1;
+		a.new_attributes.size.set_size3_u.size = (1ull << 32) + 1;
+		assert_int_equal(it_nfs3(rpc, NFS3_SETATTR, &a, &r), NFS3_OK);
+		assert_int_equal(r.after.size, (1ull << 32) + 1);
+	}
+}
+
+static void test_fileids(void **state)
+{
+	/* fileids are distinct within the export, fsid is the same everywhere,
+	 * and the fileid of a name is stable */
+	struct it_fh d = mkdir_fh("fileids");
+	uint64_t ids[20], fsid;
+
+	(void)state;
+	assert_int_equal(it_getattr(rpc, &d, &r), NFS3_OK);
+	fsid = r.attr.fsid;
+	for (int i = 0; i < 20; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "f%d", i);
+		assert_int_equal(it_create(rpc, &d, name, GUARDED, 0644, NULL, &r), NFS3_OK);
+		assert_true(r.has_attr);
+		ids[i] = r.attr.fileid;
+		assert_int_equal(r.attr.fsid, fsid);
+		for (int j = 0; j < i; j++)
+			assert_true(ids[j] != ids[i]);
+		assert_int_equal(it_lookup(rpc, &d, name, &r), NFS3_OK);
+		assert_int_equal(r.attr.fileid, ids[i]);
+	}
+	assert_int_equal(it_getattr(rpc, &root, &r), NFS3_OK);
+	assert_int_equal(r.attr.fsid, fsid);
 }
 
 static void test_write_count_mismatch(void **state)
@@ -1319,6 +1384,8 @@ int main(void)
 		cmocka_unit_test(test_read),
 		cmocka_unit_test(test_write),
 		cmocka_unit_test(test_write_count_mismatch),
+		cmocka_unit_test(test_large_offsets),
+		cmocka_unit_test(test_fileids),
 		cmocka_unit_test(test_create),
 		cmocka_unit_test(test_mkdir),
 		cmocka_unit_test(test_symlink),
