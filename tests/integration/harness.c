@@ -192,10 +192,13 @@ static int it_write_ganesha_conf(struct it_server *s, const struct it_export *ex
 	fprintf(f,
 		"NFS_CORE_PARAM {\n\tNFS_Port = %d;\n\tMNT_Port = %d;\n\tNLM_Port = %d;\n"
 		"\tRquota_Port = %d;\n\tBind_addr = 127.0.0.1;\n\tNFS_Protocols = 3;\n"
-		"\tEnable_NLM = false;\n\tEnable_RQUOTA = false;\n\tEnable_UDP = false;\n}\n"
+		"\tEnable_NLM = false;\n\tEnable_RQUOTA = false;\n\tEnable_UDP = false;\n%s\n}\n"
 		"NFSv4 {\n\tGraceless = true;\n\tRecoveryBackend = fs;\n\tRecoveryRoot = %s/state;\n}\n"
 		"LOG {\n\tDefault_Log_Level = EVENT;\n}\n",
-		s->nfs_port, s->mount_port, s->nfs_port + 2, s->nfs_port + 3, s->dir);
+		s->nfs_port, s->mount_port, s->nfs_port + 2, s->nfs_port + 3,
+		/* PRESTO_IT_GANESHA_CORE: more NFS_CORE_PARAM lines, e.g. to check
+		 * that a test fails on a server without a DRC */
+		getenv("PRESTO_IT_GANESHA_CORE") ? getenv("PRESTO_IT_GANESHA_CORE") : "", s->dir);
 	for (int i = 0; i < n; i++) {
 		const char *p = ex[i].clients;
 		int privileged = 0;

@@ -12,7 +12,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1200,6 +1202,26 @@ static void test_slow_reader(void **state)
 	assert_alive();
 }
 
+static void test_bind_address_only(void **state)
+{
+	/* --bind 127.0.0.1: nothing listens on 127.0.0.2 (the rest of 127/8) */
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int ports[2] = { srv.nfs_port, srv.mount_port };
+
+	(void)state;
+	inet_pton(AF_INET, "127.0.0.2", &a.sin_addr);
+	for (int i = 0; i < 2; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		assert_true(fd >= 0);
+		a.sin_port = htons(ports[i]);
+		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+			fail_msg("port %d answers on 127.0.0.2 although the server was bound to 127.0.0.1",
+				 ports[i]);
+		close(fd);
+	}
+}
+
 static void test_many_idle_connections(void **state)
 {
 	enum { N = 200 };
@@ -1256,6 +1278,7 @@ int main(void)
 		cmocka_unit_test(test_record_empty_and_split),
 		cmocka_unit_test(test_client_vanishes),
 		cmocka_unit_test(test_slow_reader),
+		cmocka_unit_test(test_bind_address_only),
 		cmocka_unit_test(test_many_idle_connections),
 	};
 
