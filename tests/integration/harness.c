@@ -408,8 +408,14 @@ static int it_start_presto(struct it_server *s, int flags)
 		}
 		*nl = '\0';
 		if (sscanf(line, "presto-nfsd: ready nfs=%d mount=%d", &s->nfs_port, &s->mount_port) == 2 &&
-		    s->nfs_port > 0 && s->mount_port > 0)
+		    s->nfs_port > 0 && s->mount_port > 0) {
+			if (nl + 1 < line + used) {
+				fprintf(stderr, "integration: presto-nfsd wrote more than its ready line on "
+						"stdout: \"%s\"\n", nl + 1);
+				s->extra_stdout = 1;
+			}
 			return 0;
+		}
 		fprintf(stderr, "integration: unexpected first stdout line from presto-nfsd: \"%s\"\n",
 			line);
 		return -1;
@@ -523,6 +529,20 @@ static int it_server_halt(struct it_server *s, int sig)
 			it_print_log(s, 40);
 	}
 	if (s->out_fd >= 0) {
+		/* the ready line is the only thing presto-nfsd writes on stdout */
+		char extra[256];
+		ssize_t n;
+
+		fcntl(s->out_fd, F_SETFL, O_NONBLOCK);
+		n = read(s->out_fd, extra, sizeof(extra) - 1);
+		if (s->extra_stdout)
+			rc = -1;
+		if (n > 0) {
+			extra[n] = '\0';
+			fprintf(stderr, "integration: presto-nfsd wrote more than its ready line on stdout: \"%s\"\n",
+				extra);
+			rc = -1;
+		}
 		close(s->out_fd);
 		s->out_fd = -1;
 	}

@@ -46,6 +46,7 @@ struct it_server {
 	int out_fd;			/* read end of the server's stdout */
 	int exit_status;		/* wait status after it_server_stop */
 	int flags;			/* it_server_startv flags */
+	int extra_stdout;		/* more than the ready line was printed */
 	char dir[128];			/* temporary directory */
 	char export[192];		/* first exported directory */
 	char exports_file[192];

@@ -195,6 +195,10 @@ else
 	pid=""
 	if [ "$server" = ganesha ] || [ $rc -eq 0 ]; then ok "SIGTERM: exit status 0"
 	else ko "SIGTERM: exit status 0 (got $rc)"; fi
+	if [ "$server" != ganesha ]; then
+		if [ "$(wc -l <"$dir/stdout")" -eq 1 ]; then ok "stdout held exactly the ready line"
+		else ko "stdout held exactly the ready line: $(head -c 300 "$dir/stdout")"; fi
+	fi
 	out=$(timeout 20 rpcinfo -p 127.0.0.1 2>&1)
 	if has 100003 3 "$nfs_port" || has 100005 3 "$mount_port"; then
 		ko "unregistered from rpcbind at exit"
