@@ -213,6 +213,7 @@ struct server {
 	char log[256];
 	int starts;
 	int no_destage;
+	char conf[256];			/* -c FILE, or "" */
 	int owns_export;		/* export/ lives in dir (kill, fulllog) */
 };
 
@@ -274,6 +275,10 @@ static int server_start(int replay_always, int wait_ready)
 	snprintf(nfsp, sizeof(nfsp), "%d", srv.nfs_port);
 	snprintf(mntp, sizeof(mntp), "%d", srv.mount_port);
 	argv[argc++] = bin;
+	if (srv.conf[0]) {
+		argv[argc++] = "-c";
+		argv[argc++] = srv.conf;
+	}
 	argv[argc++] = "--exports";
 	argv[argc++] = srv.exports_file;
 	argv[argc++] = "--state-dir";
@@ -2817,12 +2822,27 @@ static int mode_powercut(void)
 
 /* ---------------------------------------------------------- full log */
 
+/* presto_stats -- the log's own account of waiting for room (presto -p) */
+static void presto_stats(void)
+{
+	char cmd[768];
+
+	fflush(stdout);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s/presto' -s '%s/control.sock' -p 2>&1 | grep -i -E 'full|jukebox|wait' | sed 's/^/crash_nfs: fulllog: presto -p: /'",
+		 cfg.bin, srv.state);
+	if (system(cmd) < 0)
+		printf("(presto -p failed)\n");
+	fflush(stdout);
+}
+
 static int mode_fulllog(void)
 {
 	long long t0 = now_ms(), end = t0 + cfg.time_limit * 1000LL;
 	int cycles = cfg.cycles ? cfg.cycles : 4;
 	const char *size = cfg.nvram_size;
 	char when[64];
+	FILE *f;
 
 	memset(&ST, 0, sizeof(ST));
 	if (!cfg.presto) {
@@ -2833,6 +2853,13 @@ static int mode_fulllog(void)
 		cfg.nvram_size = "1M";
 	if (server_setup("fulllog") < 0)
 		return -1;
+	/* a short wait for room before JUKEBOX, so that a full log shows */
+	snprintf(srv.conf, sizeof(srv.conf), "%s/presto.conf", srv.dir);
+	f = fopen(srv.conf, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "full_wait_ms = 20\n");
+	fclose(f);
 	if (server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0)
 		return -1;
 	for (int c = 0; c < cycles && now_ms() < end && any_enabled(); c++) {
@@ -2848,6 +2875,7 @@ static int mode_fulllog(void)
 				break;
 		}
 		run_workload(now_ms() + 4000, 0, NULL, 1);
+		presto_stats();
 		server_kill();
 		ST.kills++;
 		workers_crashed();
