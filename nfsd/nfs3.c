@@ -1317,7 +1317,9 @@ static void nfs3_rename(struct call *c, void *a, void *r)
 		goto done;
 	}
 	struct fh_kernel tkh;
-	bool have_tkh = fh_of(td.fd, tname, &tkh, NULL) == 0;
+	struct stat tst2;
+	bool have_tkh = fh_of(td.fd, tname, &tkh, NULL) == 0 &&
+			fstatat(td.fd, tname, &tst2, AT_SYMLINK_NOFOLLOW) == 0;
 	if (renameat(fd.fd, fname, td.fd, tname) < 0) {
 		res->status = vfs_nfserr(errno);
 		goto done;
@@ -1332,6 +1334,13 @@ static void nfs3_rename(struct call *c, void *a, void *r)
 		log_obj(c, 1, &pr->todir, &td);
 		pr->toname = presto_name(&c->txn, 1, tname);
 		presto_kh(&c->txn, 2, &pr->source, &skh);
+		pr->replaced = have_tkh && !(tst2.st_ino == sst.st_ino && tst2.st_dev == sst.st_dev);
+		if (pr->replaced) {
+			presto_kh(&c->txn, 3, &pr->target, &tkh);
+			pr->target_isdir = S_ISDIR(tst2.st_mode);
+		} else {
+			pr->target = pr->source;	/* encodes; unused */
+		}
 		c->txn.has_op = true;
 	}
 	res->status = commit_change(c, &fd, fd.fd, NULL);

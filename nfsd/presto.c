@@ -33,7 +33,9 @@
  *   (later records and clients' old handles resolve through it).
  * - REMOVE/RMDIR: unlink only if the name still holds the recorded victim
  *   (directly or through a redirect).
- * - RENAME: rename only if the source name still holds the recorded object.
+ * - RENAME: rename only if the source name still holds the recorded object;
+ *   if it does not (applied) but the target name holds the object the rename
+ *   replaced (brought back by an earlier replayed record), remove that.
  * - LINK: link only if the name is absent and the object exists.
  * A record whose objects no longer exist (removed by a later operation that
  * was applied) is skipped.
@@ -234,6 +236,39 @@ static void rd_load(void)
 		rd_add(id, &o, &n);
 	}
 	fclose(f);
+}
+
+/* rd_prune -- forget redirects whose new object is gone (replay re-creates
+ * objects that later records remove again): the table keeps only what a
+ * client's handle can still lead to. */
+static void rd_prune(struct xtab *xt)
+{
+	union {
+		struct file_handle h;
+		uint8_t raw[sizeof(struct file_handle) + FH_KH_MAX];
+	} u;
+	size_t k = 0;
+
+	pthread_rwlock_wrlock(&P.rd_lock);
+	for (size_t i = 0; i < P.nrd; i++) {
+		const struct xexport *xe = xtab_by_id(xt, P.rd[i].export_id);
+		bool alive = false;
+		if (xe) {
+			u.h.handle_bytes = P.rd[i].new_kh.len;
+			u.h.handle_type = P.rd[i].new_kh.type;
+			memcpy(u.h.f_handle, P.rd[i].new_kh.bytes, P.rd[i].new_kh.len);
+			int fd = open_by_handle_at(xe->root_fd, &u.h, O_PATH | O_CLOEXEC);
+			if (fd >= 0) {
+				struct stat st;
+				alive = fstat(fd, &st) == 0 && st.st_nlink > 0;
+				close(fd);
+			}
+		}
+		if (alive)
+			P.rd[k++] = P.rd[i];
+	}
+	P.nrd = k;
+	pthread_rwlock_unlock(&P.rd_lock);
 }
 
 static int rd_save(void)
@@ -836,9 +871,16 @@ static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
 		close(fdir);
 		return tdir == -ESTALE ? 0 : tdir;
 	}
-	if (same_object(r->fromdir.export_id, fdir, r->fromname, &r->source) &&
-	    renameat(fdir, r->fromname, tdir, r->toname) < 0)
-		e = -errno;
+	if (same_object(r->fromdir.export_id, fdir, r->fromname, &r->source)) {
+		if (renameat(fdir, r->fromname, tdir, r->toname) < 0)
+			e = -errno;
+	} else if (r->replaced && same_object(r->todir.export_id, tdir, r->toname, &r->target) &&
+		   !same_object(r->todir.export_id, tdir, r->toname, &r->source)) {
+		/* applied already, but an earlier replayed record brought back
+		 * the object this rename had replaced: remove it again */
+		if (unlinkat(tdir, r->toname, r->target_isdir ? AT_REMOVEDIR : 0) < 0)
+			e = -errno;
+	}
 	close(fdir);
 	close(tdir);
 	return e;
@@ -993,7 +1035,9 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 			P.state = "ERROR";
 			return rc;
 		}
-		if (P.nrd > 0 && (rc = rd_save()) < 0) {
+		size_t before = P.nrd;
+		rd_prune(xt);
+		if ((P.nrd > 0 || before > 0) && (rc = rd_save()) < 0) {
 			errno = -rc;
 			log_warn("saving %s/redirects", P.conf.state_dir);
 			P.state = "ERROR";
