@@ -1634,6 +1634,12 @@ static int op_has_handles(const struct model *m, const struct op *op)
 /* Every acknowledged op (as described before it applied), every kill and
  * restart: what a failure report quotes for the names that differ. */
 static char (*hist)[200];
+struct hkey {
+	int obj;			/* object the op worked on, -1 */
+	int dir[2];			/* (directory, name) pairs it changed, -1 */
+	char name[2][CR_NAME_MAX];
+};
+static struct hkey *hkeys;
 static int nhist, chist;
 
 static void hist_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -1644,10 +1650,68 @@ static void hist_add(const char *fmt, ...)
 	if (nhist == chist) {
 		chist = chist ? 2 * chist : 4096;
 		hist = realloc(hist, chist * sizeof(*hist));
+		hkeys = realloc(hkeys, chist * sizeof(*hkeys));
 	}
+	memset(&hkeys[nhist], 0, sizeof(hkeys[0]));
+	hkeys[nhist].obj = hkeys[nhist].dir[0] = hkeys[nhist].dir[1] = -1;
 	va_start(ap, fmt);
 	vsnprintf(hist[nhist++], sizeof(hist[0]), fmt, ap);
 	va_end(ap);
+}
+
+/* hist_add_op -- an op, described and keyed before the model applies it */
+static void hist_add_op(const struct op *op, const char *suffix)
+{
+	struct hkey *k;
+	int i;
+
+	hist_add("%s%s", op_desc(&M, op), suffix);
+	k = &hkeys[nhist - 1];
+	switch (op->kind) {
+	case OP_CREATE:
+	case OP_MKDIR:
+	case OP_SYMLINK:
+		k->obj = suffix[0] ? -1 : M.no;	/* the id model_apply gives it */
+		k->dir[0] = op->dir;
+		snprintf(k->name[0], CR_NAME_MAX, "%s", op->name);
+		break;
+	case OP_RENAME:
+	case OP_REMOVE:
+	case OP_RMDIR:
+		i = model_lookup(&M, op->dir, op->name);
+		k->obj = i >= 0 ? M.d[i].obj : -1;
+		k->dir[0] = op->dir;
+		snprintf(k->name[0], CR_NAME_MAX, "%s", op->name);
+		if (op->kind == OP_RENAME) {
+			k->dir[1] = op->dir2;
+			snprintf(k->name[1], CR_NAME_MAX, "%s", op->name2);
+		}
+		break;
+	case OP_LINK:
+		k->obj = op->obj;
+		k->dir[0] = op->dir2;
+		snprintf(k->name[0], CR_NAME_MAX, "%s", op->name2);
+		break;
+	default:
+		k->obj = op->obj;
+	}
+}
+
+/* model_resolve -- obj id of a path "w1/d2/f3" in the model, or -1 */
+static int model_resolve(const struct model *m, const char *path)
+{
+	char buf[320], *save = NULL;
+	int cur = m->root;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *t = strtok_r(buf, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+		int i = model_lookup(m, cur, t);
+
+		if (i < 0)
+			return -1;
+		cur = m->d[i].obj;
+	}
+	return cur;
 }
 
 /* hist_match -- does description p name path (as a whole token)? */
@@ -1664,23 +1728,34 @@ static int hist_match(const char *p, const char *path)
 	return 0;
 }
 
-/* hist_print -- the last ops of client w that name PATH (its full path, or
- * failing that its last component), with the kills and restarts between */
+/* hist_print -- the last ops of client w on PATH: on the object the model
+ * has there, or on the name in its directory (by object ids, so renamed
+ * directories do not hide them); failing that, ops whose text names it */
 static void hist_print(int w, const char *path)
 {
-	const char *key = path;
-	char wtag[16];
-	int idx[10], n = 0;
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	char parent[320], wtag[16];
+	int idx[10], n = 0, obj, dir;
 
+	snprintf(parent, sizeof(parent), "%.*s", (int)(base - path - 1 > 0 ? base - path - 1 : 0), path);
+	obj = model_resolve(&M, path);
+	dir = model_resolve(&M, parent);
 	snprintf(wtag, sizeof(wtag), "w%d#", w);
-	for (int pass = 0; pass < 2 && n == 0; pass++) {
-		if (pass)
-			key = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-		for (int i = nhist - 1; i >= 0 && n < 10; i--)
-			if (!strncmp(hist[i], wtag, strlen(wtag)) && hist_match(hist[i], key))
-				idx[n++] = i;
+	for (int i = nhist - 1; i >= 0 && n < 10; i--) {
+		const struct hkey *k = &hkeys[i];
+
+		if (strncmp(hist[i], wtag, strlen(wtag)))
+			continue;
+		if ((obj >= 0 && k->obj == obj) ||
+		    (dir >= 0 && ((k->dir[0] == dir && !strcmp(k->name[0], base)) ||
+				  (k->dir[1] == dir && !strcmp(k->name[1], base)))))
+			idx[n++] = i;
 	}
-	printf("  last ops naming '%s' (client#op description, oldest first; '-' lines: kills, starts):\n", key);
+	for (int i = nhist - 1; i >= 0 && n == 0; i--)
+		if (!strncmp(hist[i], wtag, strlen(wtag)) && hist_match(hist[i], path))
+			idx[n++] = i;
+	printf("  last ops on '%s' (client#op description with the paths of then, oldest first; '-' lines: kills, starts, copies):\n",
+	       path);
 	for (int k = n - 1; k >= 0; k--) {
 		int from = k == n - 1 ? idx[k] : idx[k + 1] + 1;
 
@@ -1791,7 +1866,7 @@ static void worker_reply(struct worker *w)
 			return;
 		}
 	}
-	hist_add("%s", op_desc(&M, op));
+	hist_add_op(op, "");
 	model_apply(&M, op, r->has_fh ? &r->fh : NULL, op->kind == OP_WRITE ? r->count : 0, 0);
 	w->acked++;
 	ST.acked++;
@@ -1878,7 +1953,7 @@ static void workers_crashed(void)
 		struct worker *w = &W[i];
 
 		if (w->inflight || w->retry_at) {
-			hist_add("%s (in flight, no reply)", op_desc(&M, &w->op));
+			hist_add_op(&w->op, " (in flight, no reply)");
 			w->maybe = 1;
 			w->maybe_op = w->op;
 			ST.maybes++;
