@@ -867,11 +867,12 @@ static struct it_dirent *it_add_ent(struct it_res *r)
 /* it_copy_result -- the one place that knows each PROC3res layout */
 static void it_copy_result(struct it_res *r, int proc, void *data)
 {
+	if (proc == NFS3_NULL || !data) {
+		r->status = 0;
+		return;
+	}
 	r->status = *(int *)data;	/* every PROC3res starts with nfsstat3 */
 	switch (proc) {
-	case NFS3_NULL:
-		r->status = 0;
-		break;
 	case NFS3_GETATTR: {
 		GETATTR3res *x = data;
 
@@ -1052,14 +1053,17 @@ static void it_copy_result(struct it_res *r, int proc, void *data)
 			it_copy_post(&r->has_dir_attr, &r->dir_attr, &ok->dir_attributes);
 			memcpy(r->verf, ok->cookieverf, 8);
 			r->eof = ok->reply.eof;
-			for (entry3 *e = ok->reply.entries; e; e = e->nextentry) {
+			/* libnfs 4.0 decodes list entries at unaligned addresses:
+			 * copy each one out before reading its fields */
+			for (entry3 *p = ok->reply.entries, e; p; p = e.nextentry) {
 				struct it_dirent *d = it_add_ent(r);
 
 				if (!d)
 					break;
-				d->fileid = e->fileid;
-				d->cookie = e->cookie;
-				snprintf(d->name, sizeof(d->name), "%s", e->name ? e->name : "");
+				memcpy(&e, p, sizeof(e));
+				d->fileid = e.fileid;
+				d->cookie = e.cookie;
+				snprintf(d->name, sizeof(d->name), "%s", e.name ? e.name : "");
 			}
 		} else {
 			it_copy_post(&r->has_dir_attr, &r->dir_attr,
@@ -1076,18 +1080,19 @@ static void it_copy_result(struct it_res *r, int proc, void *data)
 			it_copy_post(&r->has_dir_attr, &r->dir_attr, &ok->dir_attributes);
 			memcpy(r->verf, ok->cookieverf, 8);
 			r->eof = ok->reply.eof;
-			for (entryplus3 *e = ok->reply.entries; e; e = e->nextentry) {
+			for (entryplus3 *p = ok->reply.entries, e; p; p = e.nextentry) {
 				struct it_dirent *d = it_add_ent(r);
 
 				if (!d)
 					break;
-				d->fileid = e->fileid;
-				d->cookie = e->cookie;
-				snprintf(d->name, sizeof(d->name), "%s", e->name ? e->name : "");
-				it_copy_post(&d->has_attr, &d->attr, &e->name_attributes);
-				d->has_fh = e->name_handle.handle_follows;
+				memcpy(&e, p, sizeof(e));
+				d->fileid = e.fileid;
+				d->cookie = e.cookie;
+				snprintf(d->name, sizeof(d->name), "%s", e.name ? e.name : "");
+				it_copy_post(&d->has_attr, &d->attr, &e.name_attributes);
+				d->has_fh = e.name_handle.handle_follows;
 				if (d->has_fh)
-					it_fh_from(&d->fh, &e->name_handle.post_op_fh3_u.handle);
+					it_fh_from(&d->fh, &e.name_handle.post_op_fh3_u.handle);
 			}
 		} else {
 			it_copy_post(&r->has_dir_attr, &r->dir_attr,

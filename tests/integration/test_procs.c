@@ -1102,15 +1102,19 @@ static void test_stale_after_rmdir(void **state)
 static void mount_export_cb(struct rpc_context *c, int status, void *data, void *priv)
 {
 	int *found = priv;
-	exports e = data ? *(exports *)data : NULL;
+	exports p = NULL;
+	struct exportnode e;
 
 	(void)c;
 	found[1] = 1;
 	if (status != RPC_STATUS_SUCCESS)
 		return;
-	for (; e; e = e->ex_next)
-		if (!strcmp(e->ex_dir, srv.export))
+	memcpy(&p, data, sizeof(p));
+	for (; p; p = e.ex_next) {
+		memcpy(&e, p, sizeof(e));	/* libnfs: possibly unaligned */
+		if (!strcmp(e.ex_dir, srv.export))
 			found[0] = 1;
+	}
 }
 
 static void mount_null_cb(struct rpc_context *c, int status, void *data, void *priv)
