@@ -27,7 +27,14 @@ mkdir -p "$build"
 build=$(cd "$build" && pwd)
 
 say() { echo "build-guest: $*" >&2; }
-die() { echo "build-guest: ERROR: $*" >&2; exit 1; }
+# one build at a time in a build folder (two test runs may start together)
+exec 9>"$build/.lock"
+flock -w 300 9 || { echo "build-guest: ERROR: $build is locked" >&2; exit 1; }
+die() {
+	echo "build-guest: ERROR: $*" >&2
+	[ -n "${dl:-}" ] && rm -rf "$dl" "$kdir.new"
+	exit 1
+}
 
 # --- host packages --------------------------------------------------------
 # qemu-system-x86 runs the guest, busybox-static is its userland, binutils'
@@ -115,6 +122,8 @@ if [ ! -f "$kdir/VERSION" ] || [ "$(cat "$kdir/VERSION")" != "$pkg" ] ||
 	}
 	seen=" "
 	: >"$kdir.new/modules.load"
+	# dash and busybox sh have local; the recursion needs it
+	# shellcheck disable=SC3043
 	visit() {
 		local m f ko deps d
 		m=$(echo "$1" | tr - _)
@@ -133,7 +142,7 @@ if [ ! -f "$kdir/VERSION" ] || [ "$(cat "$kdir/VERSION")" != "$pkg" ] ||
 		for d in $deps; do
 			visit "$d"
 		done
-		echo "$(basename "$ko")" >>"$kdir.new/modules.load"
+		basename "$ko" >>"$kdir.new/modules.load"
 	}
 	# roots: the virtio NIC qemu gives the guest, and the NFSv3 client
 	for m in virtio_pci virtio_net nfsv3; do
