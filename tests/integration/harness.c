@@ -34,6 +34,8 @@
 static struct it_server *it_servers[IT_MAX_SERVERS];
 
 int it_nvram;
+const char *it_nvram_size = "64M";
+const char *it_presto_extra[8];
 static int it_ganesha_round;
 
 static long long it_now_ms(void)
@@ -347,7 +349,7 @@ static int it_start_presto(struct it_server *s, int flags)
 		return -1;
 	if (s->pid == 0) {
 		char nvram[256];
-		const char *argv[24];
+		const char *argv[32];
 		int n = 0;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -376,8 +378,10 @@ static int it_start_presto(struct it_server *s, int flags)
 			argv[n++] = "--nvram";
 			argv[n++] = nvram;
 			argv[n++] = "--nvram-size";
-			argv[n++] = "64M";
+			argv[n++] = it_nvram_size;
 		}
+		for (int i = 0; it_presto_extra[i] && n < 22; i++)
+			argv[n++] = it_presto_extra[i];
 		argv[n++] = "--foreground";
 		argv[n] = NULL;
 		execv(exe, (char *const *)argv);

@@ -109,6 +109,10 @@ struct it_res {
  * without nopresto): set by PRESTO_IT_NVRAM=1 or by the *_nvram builds of
  * the programs; default off */
 extern int it_nvram;
+/* --nvram-size when it_nvram (default "64M"), and more presto-nfsd
+ * arguments (NULL-terminated, at most 7) for the next starts */
+extern const char *it_nvram_size;
+extern const char *it_presto_extra[8];
 
 /* it_init -- arm a watchdog of SECONDS (kills the servers, exits 1) and the
  * exit-time cleanup; call first in main(). A program compiled with

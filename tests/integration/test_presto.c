@@ -1,0 +1,266 @@
+/*
+ * test_presto.c -- what only presto-nfsd promises, seen by a client (all
+ * tests skipped under Ganesha):
+ *  - a log much smaller than the data written slows clients down but never
+ *    drops work (invariant 5): every write answered, every byte there;
+ *  - replaying the live log after a crash (--replay=always, as after a power
+ *    cut) reproduces the acknowledged state and never rolls a file back to
+ *    an older version (invariant 3: replay is idempotent, in LSN order);
+ *  - nopresto exports work with the log present.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/integration/harness.h"
+
+static struct it_server srv;
+static struct it_res r;
+
+static int test_teardown(void **state)
+{
+	(void)state;
+	it_res_free(&r);
+	it_nvram_size = "64M";
+	it_presto_extra[0] = NULL;
+	return srv.pid > 0 || srv.dir[0] ? it_server_stop(&srv) : 0;
+}
+
+struct slot {
+	int done;
+	int status;
+};
+
+static int pending;
+
+static void slot_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct slot *s = priv;
+
+	(void)rpc;
+	s->done = 1;
+	s->status = status == RPC_STATUS_SUCCESS && data ? *(int *)data : -1;
+	pending--;
+}
+
+static void test_small_log_never_drops(void **state)
+{
+	/* an 8 MiB log (the smallest presto-nfsd takes), 4 clients writing
+	 * 48 MiB in 128 KiB UNSTABLE writes with 16 in flight each: all
+	 * answered OK, all data there */
+	enum { NC = 4, CHUNK = 128 * 1024, PER = 96 };
+	static char data[NC][PER * CHUNK];
+	static struct slot s[NC][PER];
+	struct rpc_context *c[NC];
+	struct it_fh root, f[NC];
+	time_t end;
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	it_nvram = 1;
+	it_nvram_size = "8M";
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	for (int i = 0; i < NC; i++) {
+		char name[16];
+
+		c[i] = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+		assert_non_null(c[i]);
+		snprintf(name, sizeof(name), "w%d", i);
+		assert_int_equal(it_create(c[i], &root, name, UNCHECKED, 0644, NULL, &r), NFS3_OK);
+		f[i] = r.fh;
+		it_fill(data[i], sizeof(data[i]), 1000 + (uint32_t)i);
+	}
+	end = time(NULL) + 40;
+	for (int k = 0; k < PER; k += 16) {
+		for (int i = 0; i < NC; i++)
+			for (int j = k; j < k + 16 && j < PER; j++) {
+				WRITE3args a;
+
+				memset(&a, 0, sizeof(a));
+				a.file = it_fh3(&f[i]);
+				a.offset = (uint64_t)j * CHUNK;
+				a.count = CHUNK;
+				a.stable = UNSTABLE;
+				a.data.data_len = CHUNK;
+				a.data.data_val = data[i] + (size_t)j * CHUNK;
+				assert_int_equal(rpc_nfs3_write_async(c[i], slot_cb, &a, &s[i][j]), 0);
+				pending++;
+			}
+		while (pending > 0) {
+			struct pollfd p[NC];
+
+			if (time(NULL) > end)
+				fail_msg("%d writes unanswered after 40 s with a full log", pending);
+			for (int i = 0; i < NC; i++) {
+				p[i].fd = rpc_get_fd(c[i]);
+				p[i].events = rpc_which_events(c[i]);
+				p[i].revents = 0;
+			}
+			poll(p, NC, 100);
+			for (int i = 0; i < NC; i++)
+				if (rpc_service(c[i], p[i].revents) < 0)
+					fail_msg("client %d: %s", i, rpc_get_error(c[i]));
+		}
+	}
+	for (int i = 0; i < NC; i++) {
+		char name[16];
+		size_t len;
+		char *p;
+
+		for (int j = 0; j < PER; j++)
+			if (s[i][j].status != NFS3_OK)
+				fail_msg("client %d write %d: status %d", i, j, s[i][j].status);
+		snprintf(name, sizeof(name), "w%d", i);
+		p = it_read_file(it_path(&srv, name), &len);
+		assert_non_null(p);
+		assert_int_equal(len, sizeof(data[i]));
+		assert_memory_equal(p, data[i], len);
+		free(p);
+		it_rpc_close(c[i]);
+	}
+}
+
+static void test_replay_never_rolls_back(void **state)
+{
+	/* a file rewritten several times, renamed, truncated, and a name removed
+	 * and created again; SIGKILL; replay everything still in the log: the
+	 * last acknowledged state, not an older one */
+	static char v1[200000], v2[150000], v3[5000];
+	struct rpc_context *rpc;
+	struct it_fh root, f, g;
+	size_t len;
+	char *p;
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	it_nvram = 1;
+	it_presto_extra[0] = "--replay=always";
+	it_presto_extra[1] = "--no-destage";		/* keep every record live */
+	it_presto_extra[2] = NULL;
+	it_fill(v1, sizeof(v1), 1);
+	it_fill(v2, sizeof(v2), 2);
+	it_fill(v3, sizeof(v3), 3);
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &root, "doc", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 0, v1, sizeof(v1), UNSTABLE, &r), NFS3_OK);
+	assert_int_equal(it_write(rpc, &f, 0, v2, sizeof(v2), UNSTABLE, &r), NFS3_OK);
+	{
+		SETATTR3args a;
+
+		memset(&a, 0, sizeof(a));
+		a.object = it_fh3(&f);
+		a.new_attributes.size.set_it = 1;
+		a.new_attributes.size.set_size3_u.size = 1000;
+		assert_int_equal(it_nfs3(rpc, NFS3_SETATTR, &a, &r), NFS3_OK);
+	}
+	assert_int_equal(it_write(rpc, &f, 1000, v3, sizeof(v3), FILE_SYNC, &r), NFS3_OK);
+	assert_int_equal(it_rename(rpc, &root, "doc", &root, "doc.final", &r), NFS3_OK);
+	assert_int_equal(it_create(rpc, &root, "doc", GUARDED, 0600, NULL, &r), NFS3_OK);
+	g = r.fh;
+	assert_int_equal(it_write(rpc, &g, 0, "new doc", 7, FILE_SYNC, &r), NFS3_OK);
+	assert_int_equal(it_mkdir(rpc, &root, "d", 0755, &r), NFS3_OK);
+	assert_int_equal(it_rmdir(rpc, &root, "d", &r), NFS3_OK);
+	assert_int_equal(it_create(rpc, &root, "tmp", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	assert_int_equal(it_remove(rpc, &root, "tmp", &r), NFS3_OK);
+	it_rpc_close(rpc);
+
+	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
+
+	p = it_read_file(it_path(&srv, "doc.final"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 1000 + sizeof(v3));
+	assert_memory_equal(p, v2, 1000);
+	assert_memory_equal(p + 1000, v3, sizeof(v3));
+	free(p);
+	p = it_read_file(it_path(&srv, "doc"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 7);
+	assert_memory_equal(p, "new doc", 7);
+	free(p);
+	assert_int_not_equal(access(it_path(&srv, "d"), F_OK), 0);
+	assert_int_not_equal(access(it_path(&srv, "tmp"), F_OK), 0);
+	/* the old handles name the same objects */
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_getattr(rpc, &f, &r), NFS3_OK);
+	assert_int_equal(r.attr.size, 1000 + sizeof(v3));
+	assert_int_equal(it_getattr(rpc, &g, &r), NFS3_OK);
+	assert_int_equal(r.attr.size, 7);
+	assert_int_equal(r.attr.mode & 07777, 0600);
+	it_rpc_close(rpc);
+	/* and again: a second replay of the same log changes nothing */
+	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
+	p = it_read_file(it_path(&srv, "doc.final"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 1000 + sizeof(v3));
+	assert_memory_equal(p + 1000, v3, sizeof(v3));
+	free(p);
+}
+
+static void test_nopresto_export(void **state)
+{
+	/* with the log present, a nopresto export writes through: FILE_SYNC
+	 * writes are FILE_SYNC and the data is there */
+	struct rpc_context *rpc;
+	struct it_fh root, f;
+	size_t len;
+	char *p;
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	it_nvram = 1;
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash,nopresto)"), 0);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &root, "plain", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 0, "written through", 15, FILE_SYNC, &r), NFS3_OK);
+	assert_int_equal(r.committed, FILE_SYNC);
+	assert_int_equal(it_write(rpc, &f, 15, "!", 1, UNSTABLE, &r), NFS3_OK);
+	{
+		COMMIT3args c = { .file = it_fh3(&f) };
+		char verf[8];
+
+		memcpy(verf, r.verf, 8);
+		assert_int_equal(it_nfs3(rpc, NFS3_COMMIT, &c, &r), NFS3_OK);
+		assert_memory_equal(r.verf, verf, 8);
+	}
+	p = it_read_file(it_path(&srv, "plain"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 16);
+	assert_memory_equal(p, "written through!", 16);
+	free(p);
+	it_rpc_close(rpc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_small_log_never_drops, test_teardown),
+		cmocka_unit_test_teardown(test_replay_never_rolls_back, test_teardown),
+		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
+	};
+
+	it_init(58);
+	return cmocka_run_group_tests_name("integration/presto", tests, NULL, NULL);
+}
