@@ -2,7 +2,7 @@
  * crash_nfs.c -- crash tests of presto-nfsd through a real NFSv3 client
  * (libnfs raw API), issue 4.
  *
- *   crash_nfs [--mode kill,fulllog|powercut] [--presto auto|on|off]
+ *   crash_nfs [--mode scenarios,kill,fulllog|powercut] [--presto auto|on|off]
  *             [--kills N] [--time-limit SEC] [--workers N] [--seed S]
  *             [--export DIR --loopdev DEV --image FILE --copy FILE]  (powercut)
  *
@@ -21,6 +21,10 @@
  *           later the server is killed, the copy written back (everything after
  *           it is lost but the log), and the server restarted with
  *           --replay=always.
+ * scenarios Fixed short op sequences (rename chains, links moved and removed,
+ *           rename over, names reused, directories moved with their files),
+ *           each in its own subtree; SIGKILL; --replay=always twice. The
+ *           random modes find bugs, these pin them down.
  * fulllog   A small log, writers only: the log fills, the server answers
  *           NFS3ERR_JUKEBOX and the clients retry; kill, restart, check.
  *
@@ -85,7 +89,7 @@
 #define CR_FILE_MAX (160 * 1024)
 #define CR_WRITE_MAX (32 * 1024)
 #define CR_HANDLES 4
-#define CR_WORKERS_MAX 8
+#define CR_WORKERS_MAX 12
 #define CR_RPC_TIMEOUT_MS 10000
 #define CR_READY_TIMEOUT_MS 20000	/* start-up, recovery included */
 #define CR_DEAD_MAX 256
@@ -2969,6 +2973,144 @@ static int mode_fulllog(void)
 	return 0;
 }
 
+/* --------------------------------------------------------- scenarios */
+
+/* sc_op -- run one op of client w to its reply (the model follows) */
+static int sc_op(int w, struct op *op)
+{
+	struct worker *wk = &W[w];
+
+	op->worker = w;
+	op->seq = ++wk->seq;
+	wk->op = *op;
+	if (op_send(wk->rpc, &M, &wk->op, wk->wbuf, &wk->res) < 0)
+		return -1;
+	wk->inflight = 1;
+	if (rpc_wait(wk->rpc, &wk->res.done, CR_RPC_TIMEOUT_MS) < 0 && !wk->res.done) {
+		failf("scenario: %s: no reply", op_desc(&M, op));
+		return -1;
+	}
+	worker_reply(wk);
+	return wk->enabled ? 0 : -1;
+}
+
+static int sc_obj(int w, const char *rel)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "w%d/%s", w, rel);
+	return model_resolve(&M, path);
+}
+
+/* sc_run -- one scenario: a few ops by name ("c a" create, "m D" mkdir,
+ * "w a" write, "t a N" truncate, "r a b" rename, "l a b" link, "u a"
+ * remove, "s a" symlink, "x D" rmdir); paths are relative to w's subtree */
+static void sc_run(int w, const char *script)
+{
+	char buf[512], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", script);
+	for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
+		char k, a[64] = "", b[64] = "", *slash;
+		struct op op;
+		int n;
+
+		while (*t == ' ')
+			t++;
+		n = sscanf(t, "%c %63s %63s", &k, a, b);
+		if (n < 2)
+			continue;
+		memset(&op, 0, sizeof(op));
+		/* the directory and name of a */
+		slash = strrchr(a, '/');
+		op.dir = slash ? (*slash = '\0', sc_obj(w, a)) : M.wroot[w];
+		snprintf(op.name, CR_NAME_MAX, "%s", slash ? slash + 1 : a);
+		if (slash)
+			*slash = '/';
+		switch (k) {
+		case 'c': op.kind = OP_CREATE; op.mode = 0644; break;
+		case 'm': op.kind = OP_MKDIR; op.mode = 0755; break;
+		case 's': op.kind = OP_SYMLINK; snprintf(op.target, sizeof(op.target), "target-of-%s", op.name); break;
+		case 'u': op.kind = OP_REMOVE; break;
+		case 'x': op.kind = OP_RMDIR; break;
+		case 'w':
+			op.kind = OP_WRITE;
+			op.obj = sc_obj(w, a);
+			op.off = op.obj >= 0 ? M.o[op.obj].size : 0;
+			op.len = 20000;
+			op.seed = (uint32_t)rng();
+			break;
+		case 't': op.kind = OP_SETSIZE; op.obj = sc_obj(w, a); op.size = atoi(b); break;
+		case 'r':
+		case 'l': {
+			char *s2 = strrchr(b, '/');
+
+			op.kind = k == 'r' ? OP_RENAME : OP_LINK;
+			op.obj = sc_obj(w, a);
+			op.dir2 = s2 ? (*s2 = '\0', sc_obj(w, b)) : M.wroot[w];
+			snprintf(op.name2, CR_NAME_MAX, "%s", s2 ? s2 + 1 : b);
+			break;
+		}
+		default:
+			continue;
+		}
+		if (op.dir < 0 || op.dir2 < 0 || op.obj < 0 || sc_op(w, &op) < 0) {
+			failf("scenario w%d: step '%s' could not run", w, t);
+			return;
+		}
+	}
+}
+
+/* mode_scenarios -- fixed op sequences, each in its own subtree, then
+ * SIGKILL and --replay=always (replay onto a tree that has everything) and,
+ * with --presto off, a plain restart: regression cases for replay */
+static int mode_scenarios(void)
+{
+	static const char *scripts[] = {
+		"c a; w a; r a b; r b c",			/* rename chain */
+		"c a; w a; l a b; u a",				/* link, remove the first name */
+		"c a; c b; w a; w b; r a b",			/* rename over an existing file */
+		"m D; c D/f; w D/f; r D E; r E F",		/* directory rename chain */
+		"c a; w a; u a; c a; w a",			/* same name, new file */
+		"c a; w a; l a b; r a b",			/* rename onto a link of itself: no-op */
+		"c a; w a; t a 100; w a; l a b; r b c; u a",	/* truncate, link, move, remove */
+		"m D; m D/E; c D/E/f; r D/E/f g; x D/E; x D",	/* empty and remove directories */
+		"c a; l a b; r b c",				/* move a second link */
+		"c a; s x; r x y; u y; c x",			/* symlink moved, removed, name reused */
+		"c a; w a; m D; r a D/a; r D E; u E/a",		/* file moved with its directory */
+		"c a; w a; t a 0; w a; t a 5000",		/* truncates between writes */
+	};
+	int n = (int)(sizeof(scripts) / sizeof(scripts[0]));
+	long long t0 = now_ms();
+
+	memset(&ST, 0, sizeof(ST));
+	cfg.workers = n;
+	if (server_setup("scen") < 0 || server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0)
+		return -1;
+	for (int w = 0; w < n; w++)
+		sc_run(w, scripts[w]);
+	server_kill();
+	ST.kills++;
+	workers_crashed();
+	disconnect_all();
+	restart_and_check(cfg.presto, "scenarios: after SIGKILL");
+	for (int w = 0; w < n; w++)
+		if (!W[w].enabled)
+			printf("  (scenario w%d was: %s)\n", w, scripts[w]);
+	disconnect_all();
+	server_kill();
+	workers_crashed();
+	if (cfg.presto) {
+		/* the same log replayed a second time */
+		restart_and_check(1, "scenarios: after a second --replay=always");
+		disconnect_all();
+	}
+	server_stop();
+	print_stats("scenarios", t0);
+	cleanup();
+	return 0;
+}
+
 /* ------------------------------------------------------------------- main */
 
 static int detect_presto(void)
@@ -2990,7 +3132,7 @@ static int detect_presto(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: crash_nfs [--mode kill,fulllog,powercut] [--presto auto|on|off] [--kills N]\n"
+		"usage: crash_nfs [--mode scenarios,kill,fulllog,powercut] [--presto auto|on|off] [--kills N]\n"
 		"                 [--time-limit SEC] [--workers N] [--seed S] [--cycles N]\n"
 		"                 [--nvram-size SIZE] [--replay auto|always|mixed] [--verbose]\n"
 		"                 [--export DIR --loopdev DEV --image FILE --copy FILE]\n");
@@ -3004,7 +3146,7 @@ int main(int argc, char **argv)
 	int total_pass = 0, total_fail = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	snprintf(cfg.modes, sizeof(cfg.modes), "kill,fulllog");
+	snprintf(cfg.modes, sizeof(cfg.modes), "scenarios,kill,fulllog");
 	cfg.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
 	if (getenv("CRASH_SEED"))
 		cfg.seed = strtoull(getenv("CRASH_SEED"), NULL, 0);
@@ -3069,6 +3211,8 @@ int main(int argc, char **argv)
 			rc = mode_powercut();
 		else if (!strcmp(tok, "fulllog"))
 			rc = mode_fulllog();
+		else if (!strcmp(tok, "scenarios"))
+			rc = mode_scenarios();
 		else
 			usage();
 		alarm(0);
