@@ -208,8 +208,10 @@ start_server() { # [NFSPORT MNTPORT] (a restart reuses the ports)
 	esac
 }
 
+label=ganesha
+[ "$server" = presto ] && label="presto-nfsd, presto $presto"
 start_server
-say "server $server, presto $presto (pid $server_pid) on 127.0.0.1: nfs=$nfsport mount=$mntport, export $export_dir"
+say "server $label (pid $server_pid) on 127.0.0.1: nfs=$nfsport mount=$mntport, export $export_dir"
 
 # --- restart hook (presto on; issue 8's later part) -------------------------
 # Called when the guest prints "PRESTO-KERNEL: restart-now": it has fsynced
@@ -296,6 +298,6 @@ else
 	show_server_log
 fi
 [ "$failed" -gt 0 ] && [ -n "$result" ] && show_server_log
-say "server $server, presto $presto, mode $mode, accel $accel: ${elapsed} s"
+say "server $label, mode $mode, accel $accel: ${elapsed} s"
 say "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
