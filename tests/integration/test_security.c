@@ -1222,6 +1222,99 @@ static void test_bind_address_only(void **state)
 	}
 }
 
+/* list_dir -- the names in DIR, sorted, joined by '/' */
+static char *list_dir(const char *dir)
+{
+	char cmd[600], *out = calloc(1, 65536);
+	FILE *p;
+	size_t n;
+
+	assert_non_null(out);
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | sort | tr '\\n' '/'", dir);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	n = fread(out, 1, 65535, p);
+	out[n] = '\0';
+	pclose(p);
+	return out;
+}
+
+static void test_fuzz_records(void **state)
+{
+	/* 3000 valid calls of every procedure with random bytes changed in
+	 * their arguments: whatever the answers, the server stays up, nothing
+	 * appears outside the export, and a fresh client is served */
+	static struct it_buf base[22];
+	char *before, *after;
+	struct it_fh f, d;
+	int fd = -1, replies = 0, closes = 0;
+	uint32_t x = 12345;
+
+	(void)state;
+	assert_int_equal(it_mkdir(rpc, &root, "fuzz", 0777, &r), NFS3_OK);
+	d = r.fh;
+	assert_int_equal(it_create(rpc, &d, "f", UNCHECKED, 0666, NULL, &r), NFS3_OK);
+	f = r.fh;
+	for (uint32_t proc = 1; proc < 22; proc++) {
+		struct it_buf *b = &base[proc];
+
+		it_buf_reset(b);
+		it_put_call(b, 0x6000 + proc, 2, IT_NFS_PROG, 3, proc, IT_AUTH_SYS, 0, 0);
+		it_put_fh(b, proc == 8 || proc == 9 || proc == 10 || proc == 11 || proc == 12 ||
+				     proc == 13 || proc == 16 || proc == 17 ? &d : &f);
+		/* a plausible tail of arguments: names, offsets, counts, sattr3 */
+		it_put_string(b, "name");
+		it_put64(b, 4096);
+		it_put32(b, 512);
+		it_put32(b, 1);
+		it_put_fh(b, &d);
+		it_put_string(b, "other");
+		for (int i = 0; i < 6; i++)
+			it_put32(b, i & 1);
+	}
+	before = list_dir(srv.dir);
+	for (int i = 0; i < 3000; i++) {
+		struct it_buf *b = &base[1 + i % 21];
+		struct it_buf *m = &call;
+		int flips = 1 + (int)((x >> 8) % 4);
+
+		memcpy(m->b, b->b, b->len);
+		m->len = b->len;
+		for (int k = 0; k < flips; k++) {
+			size_t at;
+
+			x = x * 1103515245u + 12345u;
+			at = 40 + (x >> 4) % (m->len - 40);	/* after xid..cred header start */
+			x = x * 1103515245u + 12345u;
+			m->b[at] = (unsigned char)(x >> 16);
+		}
+		if ((x >> 20) % 10 == 0)
+			m->len = 40 + (x >> 3) % (m->len - 40);	/* truncated */
+		if (fd < 0) {
+			fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+			assert_true(fd >= 0);
+		}
+		if (it_send_record(fd, m) < 0 || it_recv_record(fd, &reply, 2000) <= 0) {
+			close(fd);
+			fd = -1;
+			closes++;
+			if (!it_server_running(&srv))
+				fail_msg("the server died at fuzz record %d", i);
+			continue;
+		}
+		replies++;
+	}
+	if (fd >= 0)
+		close(fd);
+	print_message("%d replies, %d closed connections\n", replies, closes);
+	after = list_dir(srv.dir);
+	if (strcmp(before, after))
+		fail_msg("the directory above the export changed: \"%s\" -> \"%s\"", before, after);
+	free(before);
+	free(after);
+	assert_alive();
+}
+
 static void test_many_idle_connections(void **state)
 {
 	enum { N = 200 };
@@ -1279,6 +1372,7 @@ int main(void)
 		cmocka_unit_test(test_client_vanishes),
 		cmocka_unit_test(test_slow_reader),
 		cmocka_unit_test(test_bind_address_only),
+		cmocka_unit_test(test_fuzz_records),
 		cmocka_unit_test(test_many_idle_connections),
 	};
 
