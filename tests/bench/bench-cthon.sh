@@ -1,0 +1,401 @@
+#!/bin/sh
+# bench-cthon.sh -- `make bench`: the Connectathon table and Prestoserve's
+# experiments, presto on against presto off, async, NFS-Ganesha and the local
+# filesystem.
+#
+# For every column (COLUMNS below) it starts that server on a fresh export
+# directory of its own, runs tests/cthon/cthon in its timed mode (-t) against
+# it, and stops it before the next column starts, so that no server's
+# background work (presto's destager, Ganesha's threads) lands on another's
+# numbers. One cthon run does, in order:
+#   - the Connectathon basic tests 1-9 with their default parameters (the
+#     rows Create .. Statfs of HP's MemFS white paper, figure 4), seconds;
+#   - Prestoserve's tar experiment: extract a tree of 2,000 files
+#     (/usr/include's first two levels, padded with generated files of the
+#     same shape) and rm -rf it, seconds;
+#   - a Postmark-style transaction mix, transactions per second.
+# The "local" column runs the same operations through the POSIX API on a
+# directory of the same disk filesystem.
+#
+# Output: a Markdown table on stdout (seconds per row, with the ratio
+# presto off / presto on) and the Prestoserve experiments below it; one JSON
+# file under $PRESTO_RESULTS with every run. A benchmark, not a test: times
+# are not asserted; the target lines say whether issue 7's targets were met.
+# The exit status is 1 only when a column could not be measured or one of
+# cthon's checks failed during the timed run.
+#
+# Isolation as tests/bench/bench-nfsd.sh: everything runs in a private
+# network and mount namespace (`unshare --net --mount`) with its own rpcbind
+# for Ganesha; PRESTO_BENCH_NETNS=0 runs in the host's namespaces.
+#
+# Knobs (environment):
+#   PRESTO_CTHON_ROUNDS   times every column runs; the table shows each
+#                         row's median (1: "measured in one run")
+#   PRESTO_CTHON_COLUMNS  the columns, see COLUMNS
+#   PRESTO_CTHON_WHAT     what cthon runs: basic,tar,postmark (all)
+#   PRESTO_CTHON_REPEAT   runs of the basic suite in one cthon run, each
+#                         row the median (5: a row lasts a fraction of a
+#                         second with the default parameters, and this
+#                         machine is shared)
+#   PRESTO_CTHON_CLIENT   nfs3 (one procedure per operation on cached
+#                         handles, as a kernel client) or libnfs (libnfs's
+#                         sync API, which walks every path from the root)
+#   PRESTO_BENCH_DIR      where the exports go ($PRESTO_TOP/var, a disk
+#                         filesystem; never /dev/shm)
+set -u
+
+top=${PRESTO_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
+: "${PRESTO_BIN:=$top/bin}"
+: "${PRESTO_TESTBIN:=$top/build/default/tests}"
+: "${PRESTO_RESULTS:=$top/bench/results}"
+export PRESTO_TOP="$top" PRESTO_BIN PRESTO_TESTBIN PRESTO_RESULTS
+
+# Columns, one a line: label|kind|export options|daemon flags.
+# kind: presto (presto-nfsd; @SHM@ in the flags is a directory of this run
+# under /dev/shm), ganesha (tests/bench/ganesha.sh) or local (POSIX calls).
+COLUMNS=${PRESTO_CTHON_COLUMNS:-"presto-on|presto|rw,insecure,no_root_squash|--nvram @SHM@/nvlog --nvram-size 256M
+presto-off|presto|rw,insecure,no_root_squash|
+async|presto|rw,insecure,no_root_squash,async|
+ganesha|ganesha||
+local|local||"}
+ROUNDS=${PRESTO_CTHON_ROUNDS:-1}
+WHAT=${PRESTO_CTHON_WHAT:-basic,tar,postmark}
+REPEAT=${PRESTO_CTHON_REPEAT:-5}
+CLIENT=${PRESTO_CTHON_CLIENT:-nfs3}
+# Ganesha's fixed ports: 20090-20099 belong to this benchmark.
+GANESHA_NFS_PORT=20090
+GANESHA_MNT_PORT=20091
+
+if [ "${PRESTO_BENCH_INNER:-}" != 1 ]; then
+	if [ ! -x /usr/bin/ganesha.nfsd ]; then
+		PRESTO_EXTRA_PKGS="nfs-ganesha nfs-ganesha-vfs" sh "$top/appliance/deps.sh" ||
+		    echo "bench-cthon: Ganesha could not be installed; its column will fail" >&2
+	fi
+	cthon=${CTHON:-$PRESTO_TESTBIN/cthon/cthon}
+	if [ ! -x "$cthon" ]; then
+		make -C "$top" --no-print-directory "${cthon#"$top"/}" >/dev/null || {
+			echo "bench-cthon: cannot build $cthon" >&2
+			exit 1
+		}
+	fi
+	export CTHON="$cthon" PRESTO_BENCH_INNER=1
+	if [ "${PRESTO_BENCH_NETNS:-1}" = 1 ]; then
+		if unshare --net --mount true 2>/dev/null; then
+			export PRESTO_BENCH_IN_NETNS=1
+			exec unshare --net --mount sh "$0" "$@"
+		fi
+		echo "bench-cthon: cannot unshare the network namespace; running in the host's" >&2
+	fi
+fi
+
+if [ "${PRESTO_BENCH_IN_NETNS:-}" = 1 ]; then
+	ip link set lo up || exit 1
+	# glibc's AI_ADDRCONFIG (Ganesha's Bind_addr) ignores 127.0.0.1 alone
+	ip addr add 127.0.0.2/8 dev lo 2>/dev/null
+	mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
+fi
+
+bench_dir=${PRESTO_BENCH_DIR:-$top/var}
+mkdir -p "$bench_dir" "$PRESTO_RESULTS"
+work=$(mktemp -d "$bench_dir/bench-cthon.XXXXXX") || exit 1
+case "$(stat -f -c %T "$work")" in
+tmpfs | ramfs)
+	echo "bench-cthon: $work is on $(stat -f -c %T "$work"): the exports must be on a disk" >&2
+	rm -rf "$work"
+	exit 1
+	;;
+esac
+raw="$work/results.jsonl"
+: >"$raw"
+shm=""
+pid="" gdir=""
+
+# stop_server -- stop the server this script started last, and only it
+stop_server() {
+	if [ -n "$pid" ]; then
+		kill -TERM "$pid" 2>/dev/null
+		i=0
+		while [ $i -lt 100 ] && kill -0 "$pid" 2>/dev/null; do
+			sleep 0.1
+			i=$((i + 1))
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		pid=""
+	fi
+	if [ -n "$gdir" ]; then
+		sh "$top/tests/bench/ganesha.sh" stop "$gdir"
+		gdir=""
+	fi
+}
+# shellcheck disable=SC2317 # called by the trap
+cleanup() {
+	stop_server
+	rm -rf "$work"
+	[ -z "$shm" ] || rm -rf "$shm"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# fail_record LABEL ROUND ERROR -- a column that could not be measured
+fail_record() {
+	python3 -c 'import json,sys; print(json.dumps({"label": sys.argv[1], "round": int(sys.argv[2]),
+	    "error": sys.argv[3]}))' "$1" "$2" "$3" >>"$raw"
+}
+
+# start_presto DIR OPTS FLAGS -- presto-nfsd exporting DIR/export; sets pid,
+# nfs_port, mount_port; 1 with start_error set
+start_presto() {
+	d=$1 opts=$2 flags=$3
+	mkdir -p "$d/export" "$d/state"
+	chmod 0777 "$d/export"
+	printf '%s 127.0.0.1(%s)\n' "$d/export" "$opts" >"$d/exports"
+	case "$flags" in
+	*@SHM@*)
+		[ -n "$shm" ] || shm=$(mktemp -d /dev/shm/presto-bench-cthon.XXXXXX) || {
+			start_error="cannot make a directory in /dev/shm"
+			return 1
+		}
+		rm -f "$shm/nvlog"
+		;;
+	esac
+	flags=$(printf '%s' "$flags" | sed -e "s|@SHM@|$shm|g")
+	# shellcheck disable=SC2086
+	PMEM_IS_PMEM_FORCE=1 "$PRESTO_BIN/presto-nfsd" --exports "$d/exports" \
+	    --state-dir "$d/state" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
+	    --no-rpcbind --foreground $flags </dev/null >"$d/presto-nfsd.log" 2>&1 &
+	pid=$!
+	i=0
+	while [ $i -lt 300 ]; do
+		line=$(grep -m1 '^presto-nfsd: ready ' "$d/presto-nfsd.log")
+		if [ -n "$line" ]; then
+			nfs_port=$(printf '%s\n' "$line" | sed -n 's/.* nfs=\([0-9]*\).*/\1/p')
+			mount_port=$(printf '%s\n' "$line" | sed -n 's/.* mount=\([0-9]*\).*/\1/p')
+			[ -n "$nfs_port" ] && [ -n "$mount_port" ] && return 0
+			start_error="cannot parse: $line"
+			return 1
+		fi
+		if ! kill -0 "$pid" 2>/dev/null; then
+			wait "$pid"
+			start_error="presto-nfsd exited (status $?): $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
+			pid=""
+			return 1
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	start_error="presto-nfsd not ready after 30 s: $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
+	return 1
+}
+
+round=1
+while [ "$round" -le "$ROUNDS" ]; do
+	while IFS='|' read -r label kind opts flags; do
+		[ -n "$label" ] || continue
+		d="$work/$label.$round"
+		mkdir -p "$d"
+		start_error="" target=""
+		case "$kind" in
+		presto)
+			if start_presto "$d" "$opts" "$flags"; then
+				target="-c $CLIENT -n $nfs_port -m $mount_port -e $d/export"
+			fi
+			;;
+		ganesha)
+			mkdir -p "$d/export"
+			chmod 0777 "$d/export"
+			if sh "$top/tests/bench/ganesha.sh" start "$d/ganesha" "$d/export" \
+			    "$GANESHA_NFS_PORT" "$GANESHA_MNT_PORT" </dev/null 2>"$d/ganesha.err"; then
+				gdir="$d/ganesha"
+				target="-c $CLIENT -n $GANESHA_NFS_PORT -m $GANESHA_MNT_PORT -e $d/export"
+			else
+				start_error="ganesha did not start: $(tail -n 3 "$d/ganesha.err" | tr '\n' ' ')"
+			fi
+			;;
+		local)
+			mkdir -p "$d/export"
+			target="-l $d/export"
+			;;
+		*)
+			start_error="unknown kind $kind"
+			;;
+		esac
+		if [ -z "$target" ]; then
+			echo "bench-cthon: $label: $start_error" >&2
+			fail_record "$label" "$round" "$start_error"
+			stop_server
+			continue
+		fi
+		# every column starts from a quiet disk
+		sync
+		echo "bench-cthon: round $round: $label" >&2
+		# shellcheck disable=SC2086
+		if timeout 900 "$CTHON" -t $target -r "$REPEAT" -L "$label" -w "$WHAT" </dev/null \
+		    >"$d/cthon.json" 2>"$d/cthon.err" || [ -s "$d/cthon.json" ]; then
+			python3 -c 'import json,sys
+r = json.loads(open(sys.argv[1]).read())
+r["round"] = int(sys.argv[2])
+print(json.dumps(r))' "$d/cthon.json" "$round" >>"$raw" ||
+			    fail_record "$label" "$round" "cthon printed no JSON"
+		else
+			fail_record "$label" "$round" "cthon failed: $(tail -n 3 "$d/cthon.err" | tr '\n' ' ')"
+		fi
+		if grep -q '^FAIL' "$d/cthon.err"; then
+			echo "bench-cthon: $label: checks failed:" >&2
+			grep '^FAIL' "$d/cthon.err" >&2
+		fi
+		stop_server
+	done <<EOF
+$COLUMNS
+EOF
+	round=$((round + 1))
+done
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+out="$PRESTO_RESULTS/cthon-$stamp.json"
+python3 - "$raw" "$out" "$stamp" "$COLUMNS" "$ROUNDS" "$REPEAT" "$CLIENT" <<'PY'
+import json, os, platform, statistics, sys
+
+raw, out, stamp, columns, rounds, repeat, client = sys.argv[1:8]
+runs = [json.loads(l) for l in open(raw) if l.strip()]
+cols = [c.split("|") for c in columns.splitlines() if c.strip()]
+labels = [c[0] for c in cols]
+doc = {
+    "bench": "cthon",
+    "date": stamp,
+    "machine": {"hostname": platform.node(), "nproc": os.cpu_count(),
+                "kernel": platform.release()},
+    "rounds": int(rounds),
+    "repeat": int(repeat),
+    "client": client,
+    "columns": [{"label": c[0], "kind": c[1], "export_options": c[2],
+                 "flags": c[3] if len(c) > 3 else ""} for c in cols],
+    "runs": runs,
+}
+with open(out, "w") as f:
+    json.dump(doc, f, indent=1)
+    f.write("\n")
+
+ok = {l: [r for r in runs if r.get("label") == l and "error" not in r] for l in labels}
+
+def med(values):
+    values = [v for v in values if v is not None and v >= 0]
+    return statistics.median(values) if values else None
+
+def row(label, key):
+    return med([r["rows"].get(key) for r in ok[label]])
+
+def total(label):
+    return med([r.get("total") for r in ok[label] if r.get("rows")])
+
+def tar(label, key):
+    return med([r["tar"][key] for r in ok[label] if r.get("tar", {}).get("ok")])
+
+def pm(label):
+    return med([r["postmark"]["tx_per_s"] for r in ok[label] if r.get("postmark", {}).get("ok")])
+
+names = {"presto-on": "presto on", "presto-off": "presto off", "async": "async (unsafe)",
+         "ganesha": "NFS-Ganesha", "local": "local fs"}
+rows = [("Create", "create"), ("Remove", "remove"), ("Lookup", "lookup"),
+        ("Setattr", "setattr"), ("Write", "write"), ("Read", "read"),
+        ("Readdir", "readdir"), ("Link/rename", "link_rename"),
+        ("Symlink", "symlink"), ("Statfs", "statfs")]
+have_ratio = "presto-on" in labels and "presto-off" in labels
+
+def cell(v, fmt="%.3f"):
+    return "failed" if v is None else fmt % v
+
+def ratio(off, on):
+    if off is None or on is None or on <= 0:
+        return "-"
+    return "%.1fx" % (off / on)
+
+print("Connectathon basic tests (default parameters), seconds, lower is better;"
+      " NFS client: %s; each row the median of %s runs" % (client, repeat))
+print()
+head = ["test"] + ["%s (s)" % names.get(l, l) for l in labels]
+if have_ratio:
+    head.append("presto off / on")
+print("| " + " | ".join(head) + " |")
+print("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+for title, key in rows + [("total", None)]:
+    vals = [total(l) if key is None else row(l, key) for l in labels]
+    cells = [title if key else "**total**"] + [cell(v) for v in vals]
+    if have_ratio:
+        cells.append(ratio(vals[labels.index("presto-off")], vals[labels.index("presto-on")]))
+    print("| " + " | ".join(cells) + " |")
+print()
+
+r0 = next((r for l in labels for r in ok[l] if r.get("tar")), None)
+r1 = next((r for l in labels for r in ok[l] if r.get("postmark")), None)
+print("Prestoserve's experiments through libnfs")
+print()
+head = ["experiment"] + [names.get(l, l) for l in labels]
+if have_ratio:
+    head += ["presto speed-up", "less time with presto"]
+print("| " + " | ".join(head) + " |")
+print("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+exps = []
+if r0:
+    exps += [("tar x, %d files %d dirs %.1f MB (s)" % (r0["tar"]["files"], r0["tar"]["dirs"],
+                                                    r0["tar"]["bytes"] / 1e6), "extract_s"),
+             ("rm -rf of that tree (s)", "remove_s")]
+for title, key in exps:
+    vals = [tar(l, key) for l in labels]
+    cells = [title] + [cell(v) for v in vals]
+    if have_ratio:
+        off, on = vals[labels.index("presto-off")], vals[labels.index("presto-on")]
+        cells.append(ratio(off, on))
+        cells.append("-" if off is None or on is None or off <= 0 else "%.0f%%" % (100 * (1 - on / off)))
+    print("| " + " | ".join(cells) + " |")
+if r1:
+    p = r1["postmark"]
+    vals = [pm(l) for l in labels]
+    cells = ["Postmark, %d files, %d transactions (tx/s, higher is better)" %
+             (p["files"], p["transactions"])] + [cell(v, "%.0f") for v in vals]
+    if have_ratio:
+        off, on = vals[labels.index("presto-off")], vals[labels.index("presto-on")]
+        ok_ = off is not None and on is not None and off > 0 and on > 0
+        cells.append("%.1fx" % (on / off) if ok_ else "-")
+        cells.append("%.0f%%" % (100 * (1 - off / on)) if ok_ else "-")
+    print("| " + " | ".join(cells) + " |")
+print()
+
+# issue 7's targets: information, not assertions
+def target(name, off, on, want):
+    if off is None or on is None or on <= 0:
+        print("target %s: not measured" % name)
+        return
+    x = off / on
+    print("target %s presto on %.1fx faster than off (want >= %gx): %s" %
+          (name, x, want, "met" if x >= want else "NOT met"))
+
+if have_ratio:
+    for title, key in (("Create", "create"), ("Remove", "remove"), ("Link/rename", "link_rename")):
+        target(title + ":", row("presto-off", key), row("presto-on", key), 5)
+    target("tar x:", tar("presto-off", "extract_s"), tar("presto-on", "extract_s"), 3)
+    target("rm -rf:", tar("presto-off", "remove_s"), tar("presto-on", "remove_s"), 5)
+if "presto-on" in labels and "ganesha" in labels:
+    behind = []
+    for title, key in rows:
+        on, g = row("presto-on", key), row("ganesha", key)
+        if on is None or g is None or on >= g:
+            behind.append(title)
+    print("target every row ahead of Ganesha: %s" %
+          ("met" if not behind else "NOT met (behind or unmeasured: %s)" % ", ".join(behind)))
+for l in labels:
+    for r in runs:
+        if r.get("label") == l and "error" in r:
+            print("%s: failed: %s" % (l, r["error"]))
+        elif r.get("label") == l and r.get("failed"):
+            print("%s: %d check(s) failed: %s" % (l, r["failed"], r.get("failures", "")))
+print("%s; client and servers share this %d-core machine; exports on %s." %
+      ("median of %s rounds" % rounds if int(rounds) > 1 else "one round",
+       os.cpu_count(), "the disk filesystem"))
+print("results: %s" % out)
+PY
+rc=$?
+[ $rc -eq 0 ] || exit 1
+grep -q '"error"' "$raw" && exit 1
+grep -q '"failed": *[1-9]' "$raw" && exit 1
+exit 0
