@@ -215,6 +215,50 @@ static void test_replay_never_rolls_back(void **state)
 	free(p);
 }
 
+static void test_drc_survives_crash(void **state)
+{
+	/* docs/ARCHITECTURE.md: with presto on, the DRC is rebuilt from the live
+	 * log records, so a client retransmitting a REMOVE (same source address
+	 * and port, same xid) after a crash gets the original NFS3_OK */
+	static struct it_buf call, reply;
+	struct it_fh root;
+	int sport = 0, st = -1;
+	uint32_t xid = 0x7e570000u + (uint32_t)(getpid() & 0xffff);
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	it_nvram = 1;
+	it_presto_extra[0] = "--no-destage";
+	it_presto_extra[1] = NULL;
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	assert_int_equal(it_write_file(it_path(&srv, "victim"), "v", 1, 0644), 0);
+	it_put_call(&call, xid, 2, IT_NFS_PROG, 3, NFS3_REMOVE, IT_AUTH_SYS, 0, 0);
+	it_put_fh(&call, &root);
+	it_put_string(&call, "victim");
+	/* a fixed source port, as a kernel client keeps across reconnections */
+	for (int i = 0; i < 50 && st < 0; i++) {
+		sport = 42000 + (int)((getpid() * 7 + i * 13) % 2000);
+		st = it_raw_status(srv.nfs_port, "127.0.0.1", sport, &call, &reply, NULL);
+	}
+	assert_int_equal(st, NFS3_OK);
+	assert_int_not_equal(access(it_path(&srv, "victim"), F_OK), 0);
+	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
+	st = -1;
+	for (int i = 0; i < 20 && st < 0; i++) {
+		st = it_raw_status(srv.nfs_port, "127.0.0.1", sport, &call, &reply, NULL);
+		if (st < 0)
+			usleep(100 * 1000);	/* the old 4-tuple may linger */
+	}
+	if (st != NFS3_OK)
+		fail_msg("REMOVE retransmitted after a crash from the same address and port: %d, "
+			 "want the original NFS3_OK from the rebuilt DRC", st);
+	/* another source port with the same xid is another client: NOENT */
+	st = it_raw_status(srv.nfs_port, "127.0.0.1", 0, &call, &reply, NULL);
+	assert_int_equal(st, NFS3ERR_NOENT);
+}
+
 static void test_nopresto_export(void **state)
 {
 	/* with the log present, a nopresto export writes through: FILE_SYNC
@@ -258,6 +302,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_small_log_never_drops, test_teardown),
 		cmocka_unit_test_teardown(test_replay_never_rolls_back, test_teardown),
+		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
 	};
 
