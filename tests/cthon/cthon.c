@@ -1639,21 +1639,26 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 		if (d->status == NFS3_OK) {
 			size_t n = 0;
 
-			for (entryplus3 *e = d->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry)
+			entryplus3 e;	/* copied out: see READDIR */
+
+			for (void *p = d->READDIRPLUS3res_u.resok.reply.entries; p; p = e.nextentry) {
+				memcpy(&e, p, sizeof(e));
 				n++;
+			}
 			r->ents = calloc(n ? n : 1, sizeof(*r->ents));
 			if (!r->ents) {
 				r->status = -1;
 				break;
 			}
-			for (entryplus3 *e = d->READDIRPLUS3res_u.resok.reply.entries; e; e = e->nextentry) {
+			for (void *p = d->READDIRPLUS3res_u.resok.reply.entries; p; p = e.nextentry) {
 				struct ct_dent *x = &r->ents[r->nents++];
 
-				snprintf(x->name, sizeof(x->name), "%s", e->name);
-				x->fileid = e->fileid;
-				x->cookie = e->cookie;
-				if (e->name_attributes.attributes_follow)
-					x->type = e->name_attributes.post_op_attr_u.attributes.type;
+				memcpy(&e, p, sizeof(e));
+				snprintf(x->name, sizeof(x->name), "%s", e.name);
+				x->fileid = e.fileid;
+				x->cookie = e.cookie;
+				if (e.name_attributes.attributes_follow)
+					x->type = e.name_attributes.post_op_attr_u.attributes.type;
 			}
 			r->eof = d->READDIRPLUS3res_u.resok.reply.eof;
 			memcpy(r->verf, d->READDIRPLUS3res_u.resok.cookieverf, 8);
@@ -1695,19 +1700,27 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 		if (d->status == NFS3_OK) {
 			size_t n = 0;
 
-			for (entry3 *e = d->READDIR3res_u.resok.reply.entries; e; e = e->nextentry)
+			/* libnfs 4.0's decoder may place entries at addresses not
+			 * aligned for their 64-bit members (UBSan says so): each is
+			 * copied out before use */
+			entry3 e;
+
+			for (void *p = d->READDIR3res_u.resok.reply.entries; p; p = e.nextentry) {
+				memcpy(&e, p, sizeof(e));
 				n++;
+			}
 			r->ents = calloc(n ? n : 1, sizeof(*r->ents));
 			if (!r->ents) {
 				r->status = -1;
 				break;
 			}
-			for (entry3 *e = d->READDIR3res_u.resok.reply.entries; e; e = e->nextentry) {
+			for (void *p = d->READDIR3res_u.resok.reply.entries; p; p = e.nextentry) {
 				struct ct_dent *x = &r->ents[r->nents++];
 
-				snprintf(x->name, sizeof(x->name), "%s", e->name);
-				x->fileid = e->fileid;
-				x->cookie = e->cookie;
+				memcpy(&e, p, sizeof(e));
+				snprintf(x->name, sizeof(x->name), "%s", e.name);
+				x->fileid = e.fileid;
+				x->cookie = e.cookie;
 			}
 			r->eof = d->READDIR3res_u.resok.reply.eof;
 			memcpy(r->verf, d->READDIR3res_u.resok.cookieverf, 8);
