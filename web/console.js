@@ -279,7 +279,8 @@ function buildCharts() {
 }
 
 async function loadSeries(force) {
-  const r = RANGES[state.range];
+  const range = state.range;
+  const r = RANGES[range];
   const now = Date.now();
   if (!force && state.lastLoad && now - state.lastLoad < r.every) return;
   state.lastLoad = now;
@@ -288,11 +289,13 @@ async function loadSeries(force) {
       const q = 'api/series?metric=' + encodeURIComponent(c.def.metrics.join(',')) +
         '&from=' + r.from + '&step=' + r.step;
       const s = await getJSON(q);
+      if (range !== state.range) return;	/* a newer range was asked for */
       const data = [s.t, ...c.def.metrics.map((m) => s.series[m] || s.t.map(() => null))];
       c.plot.setData(data);
       const points = data.slice(1).reduce((n, col) => n + col.filter((v) => v != null).length, 0);
       c.el.dataset.points = String(points);
       c.el.dataset.source = s.source;
+      c.el.dataset.range = range;
     } catch (e) {
       c.el.dataset.error = e.message;
     }

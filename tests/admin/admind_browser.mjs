@@ -8,7 +8,7 @@
 //   EXPORT_PATH   an export with acceleration on
 //   SHOT          where to save the screenshot
 //   WEB_DIR       web/ (where playwright-core is installed)
-// Prints "ok N - ..." / "not ok N - ..." and a last line "N passed, N failed".
+// Prints "ok N - ..." / "not ok N - ..." lines (TAP), which the script counts.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -46,7 +46,7 @@ const browser = await chromium.launch({
 });
 const watchdog = setTimeout(() => {
   console.log('not ok - the browser test ran out of time (45 s)');
-  console.log(`${passed} passed, ${failed + 1} failed`);
+  console.log(`# ${passed} ok, ${failed + 1} not ok`);
   browser.close().finally(() => process.exit(1));
 }, 45000);
 
@@ -84,10 +84,10 @@ try {
   for (const range of ['1h', '24h', '30d', '5m']) {
     await step(`charts over ${range} show data from the history`, async () => {
       await page.click(`#ranges button[data-range="${range}"]`);
-      await page.waitForFunction((ids) => ids.every((id) => {
+      await page.waitForFunction(([ids, r]) => ids.every((id) => {
         const el = document.querySelector(`[data-chart="${id}"]`);
-        return el && Number(el.dataset.points) > 0;
-      }), charts, { timeout: 10000 });
+        return el && el.dataset.range === r && Number(el.dataset.points) > 0;
+      }), [charts, range], { timeout: 10000 });
       const nonzero = await page.evaluate(() =>
         window.presto.charts.ops.plot.data[1].filter((v) => v > 0).length);
       if (!(nonzero > 0)) throw new Error('operations per second is all zero or empty');
@@ -137,5 +137,5 @@ try {
   clearTimeout(watchdog);
   await browser.close();
 }
-console.log(`${passed} passed, ${failed} failed`);
+console.log(`# ${passed} ok, ${failed} not ok`);
 process.exit(failed ? 1 : 0);
