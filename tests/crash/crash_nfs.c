@@ -89,7 +89,7 @@
 #define CR_FILE_MAX (160 * 1024)
 #define CR_WRITE_MAX (32 * 1024)
 #define CR_HANDLES 4
-#define CR_WORKERS_MAX 12
+#define CR_WORKERS_MAX 20
 #define CR_RPC_TIMEOUT_MS 10000
 #define CR_READY_TIMEOUT_MS 20000	/* start-up, recovery included */
 #define CR_DEAD_MAX 256
@@ -1795,6 +1795,8 @@ static struct worker W[CR_WORKERS_MAX];
 static struct stats {
 	long acked, maybes, maybe_applied, kills, startup_kills, replays_always, jukebox, handles,
 		dead_handles, cycles, stops, fileid_changed, partial_writes;
+	long long ready_ms_max, ready_ms_sum, check_ms_max, check_ms_sum;
+	long readies, checks;
 	long by_kind[OP_NKINDS];
 } ST;
 
@@ -2714,11 +2716,24 @@ static int restart_and_check(int replay_always, const char *when)
 {
 	if (replay_always)
 		ST.replays_always++;
+	long long t0 = now_ms(), t1;
+
 	if (server_start(replay_always, 1) < 0)
 		return -1;
+	t1 = now_ms();
+	ST.readies++;
+	ST.ready_ms_sum += t1 - t0;
+	if (t1 - t0 > ST.ready_ms_max)
+		ST.ready_ms_max = t1 - t0;
 	if (connect_all() < 0)
 		return -1;
 	check_all(when);
+	ST.checks++;
+	ST.check_ms_sum += now_ms() - t1;
+	if (now_ms() - t1 > ST.check_ms_max)
+		ST.check_ms_max = now_ms() - t1;
+	if (cfg.verbose)
+		info("%s: ready after %lld ms, checked in %lld ms", when, t1 - t0, now_ms() - t1);
 	return 0;
 }
 
@@ -2734,6 +2749,9 @@ static void print_stats(const char *mode, long long t0)
 	     mode, ST.acked, kinds + 1, ST.maybes, ST.maybe_applied, ST.partial_writes, ST.jukebox);
 	info("%s: %ld held-handle checks, %ld removed-object handle checks, %ld LOOKUPs gave a different fileid than the held handle",
 	     mode, ST.handles, ST.dead_handles, ST.fileid_changed);
+	if (ST.readies && ST.checks)
+		info("%s: restart to ready: mean %lld ms, max %lld ms; check: mean %lld ms, max %lld ms", mode,
+		     ST.ready_ms_sum / ST.readies, ST.ready_ms_max, ST.check_ms_sum / ST.checks, ST.check_ms_max);
 }
 
 /* mode_kill -- SIGKILL at random moments, >= cfg.kills times */
@@ -2786,7 +2804,9 @@ static int mode_kill(void)
 	disconnect_all();
 	server_stop();
 	print_stats("kill", t0);
-	if (ST.kills < 30)
+	if (!any_enabled())
+		info("kill: stopped after %ld kills: every client's subtree had failed", ST.kills);
+	else if (ST.kills < 30 && ST.kills < cfg.kills)
 		failf("only %ld kills within %d s (at least 30 wanted)", ST.kills, cfg.time_limit);
 	if (ST.acked < 100)
 		failf("only %ld acknowledged operations", ST.acked);
@@ -2893,7 +2913,9 @@ static int mode_powercut(void)
 	server_stop();
 	print_stats("powercut", t0);
 	info("powercut: %ld copies (%ld mid-workload)", snapshots, snap_mid);
-	if (ST.cycles < 3)
+	if (!any_enabled())
+		info("powercut: stopped after %ld cycles: every client's subtree had failed", ST.cycles);
+	else if (ST.cycles < 3)
 		failf("only %ld power-cut cycles", ST.cycles);
 	cleanup();
 	return 0;
@@ -3003,8 +3025,9 @@ static int sc_obj(int w, const char *rel)
 }
 
 /* sc_run -- one scenario: a few ops by name ("c a" create, "m D" mkdir,
- * "w a" write, "t a N" truncate, "r a b" rename, "l a b" link, "u a"
- * remove, "s a" symlink, "x D" rmdir); paths are relative to w's subtree */
+ * "w a" write, "t a N" truncate, "p a MODE" chmod, "T a" utimes, "r a b"
+ * rename, "l a b" link, "u a" remove, "s a" symlink, "x D" rmdir); paths
+ * are relative to w's subtree */
 static void sc_run(int w, const char *script)
 {
 	char buf[512], *save = NULL;
@@ -3041,6 +3064,19 @@ static void sc_run(int w, const char *script)
 			op.seed = (uint32_t)rng();
 			break;
 		case 't': op.kind = OP_SETSIZE; op.obj = sc_obj(w, a); op.size = atoi(b); break;
+		case 'p':
+			op.kind = OP_SETMODE;
+			op.obj = sc_obj(w, a);
+			op.mode = strtoul(b, NULL, 8);
+			break;
+		case 'T':
+			op.kind = OP_SETTIMES;
+			op.obj = sc_obj(w, a);
+			op.atime.seconds = 1100000000;
+			op.atime.nseconds = 123456789;
+			op.mtime.seconds = 1200000000;
+			op.mtime.nseconds = 987654321;
+			break;
 		case 'r':
 		case 'l': {
 			char *s2 = strrchr(b, '/');
@@ -3079,6 +3115,12 @@ static int mode_scenarios(void)
 		"c a; s x; r x y; u y; c x",			/* symlink moved, removed, name reused */
 		"c a; w a; m D; r a D/a; r D E; u E/a",		/* file moved with its directory */
 		"c a; w a; t a 0; w a; t a 5000",		/* truncates between writes */
+		"c a; w a; r a b; c a; w a",			/* moved away, new file at the old name */
+		"m D; c D/f; r D/f g; x D",			/* directory emptied by a move, removed */
+		"m D; r D E; c E/f; w E/f",			/* create in a renamed directory */
+		"m D; c a; l a D/b; r D E; u a",		/* link into a directory, then move it */
+		"c a; c b; l b c; r a c",			/* rename over one of two links */
+		"c a; w a; p a 0600; T a; p a 0755",		/* chmod, utimes, chmod */
 	};
 	int n = (int)(sizeof(scripts) / sizeof(scripts[0]));
 	long long t0 = now_ms();
