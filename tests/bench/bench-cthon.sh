@@ -167,7 +167,7 @@ start_presto() {
 	pid=$!
 	i=0
 	while [ $i -lt 300 ]; do
-		line=$(grep -m1 '^presto-nfsd: ready ' "$d/presto-nfsd.log")
+		line=$(grep -m1 '^presto-nfsd: ready ' "$d/presto-nfsd.log" 2>/dev/null)
 		if [ -n "$line" ]; then
 			nfs_port=$(printf '%s\n' "$line" | sed -n 's/.* nfs=\([0-9]*\).*/\1/p')
 			mount_port=$(printf '%s\n' "$line" | sed -n 's/.* mount=\([0-9]*\).*/\1/p')
