@@ -113,9 +113,11 @@ static struct {
 	const char *nvram_size;
 	int cycles;			/* powercut / fulllog cycles */
 	int replay;			/* kill: 0 auto, 1 always, 2 mixed (half and half) */
+	int minimize;			/* seconds to shorten a failing client's script */
+	const char *script;		/* scenarios: run this one instead */
 	int verbose;
 } cfg = {
-	.workers = 4, .kills = 40, .time_limit = 150, .nvram_size = "64M", .cycles = 0, .replay = 2,
+	.workers = 4, .kills = 40, .time_limit = 150, .nvram_size = "64M", .cycles = 0, .replay = 2, .minimize = 90,
 };
 
 static long long now_ms(void)
@@ -176,12 +178,18 @@ static uint32_t crc32_buf(const unsigned char *p, size_t n)
 /* --------------------------------------------------------------- failures */
 
 static int fails_total;		/* failures of the current mode */
+static int quiet;		/* minimizing: failures are counted here, not shown */
+static int trial_failed;
 
 static void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void failf(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (quiet) {
+		trial_failed++;
+		return;
+	}
 	fails_total++;
 	printf("FAIL: ");
 	va_start(ap, fmt);
@@ -195,6 +203,8 @@ static void info(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (quiet)
+		return;
 	printf("crash_nfs: ");
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
@@ -203,6 +213,7 @@ static void info(const char *fmt, ...)
 }
 
 static void hist_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void script_mark_restart(int replay_always);
 
 /* ------------------------------------------------------------------ server */
 
@@ -228,6 +239,8 @@ static void server_log_tail(int lines)
 {
 	char cmd[512];
 
+	if (quiet)
+		return;
 	printf("---- last %d lines of the server log %s\n", lines, srv.log);
 	fflush(stdout);
 	snprintf(cmd, sizeof(cmd), "tail -n %d '%s'", lines, srv.log);
@@ -310,6 +323,8 @@ static int server_start(int replay_always, int wait_ready)
 	srv.starts++;
 	hist_add("- S: server start %d%s%s", srv.starts, cfg.presto && replay_always ? " --replay=always" : "",
 		 wait_ready ? "" : " (killed during start-up)");
+	if (wait_ready && srv.starts > 1)
+		script_mark_restart(cfg.presto && replay_always);
 	server_logf("=== crash_nfs: start %d:", srv.starts);
 	for (int i = 0; i < argc; i++)
 		server_logf(" %s", argv[i]);
@@ -1737,6 +1752,9 @@ static int hist_match(const char *p, const char *path)
  * directories do not hide them); failing that, ops whose text names it */
 static void hist_print(int w, const char *path)
 {
+	if (quiet)
+		return;
+
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	char parent[320], wtag[16];
 	int idx[10], n = 0, obj, dir;
@@ -1771,6 +1789,120 @@ static void hist_print(int w, const char *path)
 	for (int i = n ? idx[0] + 1 : nhist; i < nhist; i++)
 		if (hist[i][0] == '-')
 			printf("      %s\n", hist[i]);
+}
+
+/* ------------------------------------------------------ op scripts */
+
+/* Every client's acknowledged ops as a script in sc_step's language, with
+ * "R" at each restart: what --minimize replays to find a short sequence
+ * that still breaks. */
+struct script {
+	char **step;
+	int n, cap;
+};
+
+static struct script wscript[CR_WORKERS_MAX];
+static int recording = 1;
+
+static void script_add(struct script *sc, const char *step)
+{
+	if (sc->n == sc->cap) {
+		sc->cap = sc->cap ? 2 * sc->cap : 256;
+		sc->step = realloc(sc->step, sc->cap * sizeof(*sc->step));
+	}
+	sc->step[sc->n++] = strdup(step);
+}
+
+static void script_free(struct script *sc)
+{
+	for (int i = 0; i < sc->n; i++)
+		free(sc->step[i]);
+	free(sc->step);
+	memset(sc, 0, sizeof(*sc));
+}
+
+static void script_copy(struct script *dst, const struct script *src)
+{
+	memset(dst, 0, sizeof(*dst));
+	for (int i = 0; i < src->n; i++)
+		script_add(dst, src->step[i]);
+}
+
+/* A restart is written into a client's script only before its next op
+ * ("R always": kill, restart with --replay=always; "R auto": kill, plain
+ * restart), so that a script never ends with one. */
+static const char *pending_restart[CR_WORKERS_MAX];
+
+static void script_mark_restart(int replay_always)
+{
+	for (int w = 0; recording && w < CR_WORKERS_MAX; w++)
+		if (wscript[w].n)
+			pending_restart[w] = replay_always ? "R always" : "R auto";
+}
+
+/* rel_path -- an object's path below its client's subtree ("d2/f3") */
+static const char *rel_path(int obj)
+{
+	const char *p = model_path(&M, obj), *slash = strchr(p, '/');
+
+	return slash ? slash + 1 : "";
+}
+
+static const char *rel_name(int dir, const char *name)
+{
+	static char b[2][320];
+	static int k;
+	char *s = b[k++ & 1];
+	const char *d = rel_path(dir);
+
+	snprintf(s, 320, "%s%s%s", d, d[0] ? "/" : "", name);
+	return s;
+}
+
+/* op_step -- the op as a script step, paths as of now (before it applies) */
+static void op_step(const struct op *op, char *out, size_t cap)
+{
+	switch (op->kind) {
+	case OP_CREATE:
+		snprintf(out, cap, "c %s %o", rel_name(op->dir, op->name), op->mode);
+		break;
+	case OP_MKDIR:
+		snprintf(out, cap, "m %s %o", rel_name(op->dir, op->name), op->mode);
+		break;
+	case OP_SYMLINK:
+		snprintf(out, cap, "s %s", rel_name(op->dir, op->name));
+		break;
+	case OP_REMOVE:
+		snprintf(out, cap, "u %s", rel_name(op->dir, op->name));
+		break;
+	case OP_RMDIR:
+		snprintf(out, cap, "x %s", rel_name(op->dir, op->name));
+		break;
+	case OP_WRITE:
+		snprintf(out, cap, "w %s %" PRIu64 " %u %u", rel_path(op->obj), op->off, op->len, op->seed);
+		break;
+	case OP_SETSIZE:
+		snprintf(out, cap, "t %s %u", rel_path(op->obj), op->size);
+		break;
+	case OP_SETMODE:
+		snprintf(out, cap, "p %s %o", rel_path(op->obj), op->mode);
+		break;
+	case OP_SETTIMES:
+		if (op->server_time)
+			snprintf(out, cap, "T %s server", rel_path(op->obj));
+		else
+			snprintf(out, cap, "T %s %u %u %u %u", rel_path(op->obj), op->atime.seconds,
+				 op->atime.nseconds, op->mtime.seconds, op->mtime.nseconds);
+		break;
+	case OP_RENAME:
+		snprintf(out, cap, "r %s %s", rel_name(op->dir, op->name), rel_name(op->dir2, op->name2));
+		break;
+	case OP_LINK:
+		snprintf(out, cap, "l %s %s", rel_path(op->obj), rel_name(op->dir2, op->name2));
+		break;
+	default:
+		out[0] = '\0';
+	}
 }
 
 /* ---------------------------------------------------------------- workers */
@@ -1873,6 +2005,15 @@ static void worker_reply(struct worker *w)
 		}
 	}
 	hist_add_op(op, "");
+	if (recording) {
+		char step[400];
+
+		op_step(op, step, sizeof(step));
+		if (pending_restart[w->id])
+			script_add(&wscript[w->id], pending_restart[w->id]);
+		pending_restart[w->id] = NULL;
+		script_add(&wscript[w->id], step);
+	}
 	model_apply(&M, op, r->has_fh ? &r->fh : NULL, op->kind == OP_WRITE ? r->count : 0, 0);
 	w->acked++;
 	ST.acked++;
@@ -2460,6 +2601,18 @@ static uint32_t write_prefix(const struct listing *ac, int w, const struct op *o
 	return k;
 }
 
+static void minimize(const struct script *sc, int seconds);
+static struct script min_script;	/* first failing client's script */
+static int min_saved;
+
+static void min_save(int w)
+{
+	if (min_saved || quiet || !recording)
+		return;
+	script_copy(&min_script, &wscript[w]);
+	min_saved = 1;
+}
+
 /* check_all -- after a restart: resolve the maybes against the host's view,
  * then check every held handle through NFS, then fetch handles for objects
  * that have none (and fresh ones by LOOKUP). */
@@ -2534,6 +2687,7 @@ static void check_all(const char *when)
 				model_free(&alt);
 				for (int k = 0; k < ndiff_paths; k++)
 					hist_print(w, diff_paths[k]);
+				min_save(w);
 				worker_disable(wk, "tree mismatch");
 				mismatch++;
 			}
@@ -2543,6 +2697,7 @@ static void check_all(const char *when)
 			      msg_a);
 			for (int k = 0; k < ndiff_paths; k++)
 				hist_print(w, diff_paths[k]);
+			min_save(w);
 			worker_disable(wk, "tree mismatch");
 			mismatch++;
 		}
@@ -2811,6 +2966,10 @@ static int mode_kill(void)
 	if (ST.acked < 100)
 		failf("only %ld acknowledged operations", ST.acked);
 	cleanup();
+	if (min_saved && cfg.minimize > 0)
+		minimize(&min_script, cfg.minimize);
+	script_free(&min_script);
+	min_saved = 0;
 	return 0;
 }
 
@@ -3024,77 +3183,288 @@ static int sc_obj(int w, const char *rel)
 	return model_resolve(&M, path);
 }
 
-/* sc_run -- one scenario: a few ops by name ("c a" create, "m D" mkdir,
- * "w a" write, "t a N" truncate, "p a MODE" chmod, "T a" utimes, "r a b"
- * rename, "l a b" link, "u a" remove, "s a" symlink, "x D" rmdir); paths
- * are relative to w's subtree */
-static void sc_run(int w, const char *script)
+/* sc_valid -- would the op succeed, by the model? (minimizing drops ops,
+ * so later ones may no longer make sense: they are skipped) */
+static int sc_valid(int w, const struct op *op)
 {
-	char buf[512], *save = NULL;
+	int i, j;
 
-	snprintf(buf, sizeof(buf), "%s", script);
-	for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
-		char k, a[64] = "", b[64] = "", *slash;
-		struct op op;
-		int n;
+	switch (op->kind) {
+	case OP_CREATE:
+	case OP_MKDIR:
+	case OP_SYMLINK:
+		return M.o[op->dir].type == T_DIR && model_lookup(&M, op->dir, op->name) < 0;
+	case OP_REMOVE:
+	case OP_RMDIR:
+		i = model_lookup(&M, op->dir, op->name);
+		if (i < 0 || (M.o[M.d[i].obj].type == T_DIR) != (op->kind == OP_RMDIR))
+			return 0;
+		for (j = 0; op->kind == OP_RMDIR && j < M.nd; j++)
+			if (M.d[j].parent == M.d[i].obj)
+				return 0;
+		return 1;
+	case OP_WRITE:
+	case OP_SETSIZE:
+		return op->obj != M.wroot[w] && M.o[op->obj].type == T_REG;
+	case OP_SETMODE:
+	case OP_SETTIMES:
+		return op->obj != M.wroot[w] && M.o[op->obj].type != T_LNK;
+	case OP_LINK:
+		return M.o[op->obj].type == T_REG && M.o[op->dir2].type == T_DIR &&
+		       model_lookup(&M, op->dir2, op->name2) < 0;
+	case OP_RENAME:
+		i = model_lookup(&M, op->dir, op->name);
+		j = model_lookup(&M, op->dir2, op->name2);
+		if (i < 0 || M.o[op->dir2].type != T_DIR)
+			return 0;
+		if (M.o[M.d[i].obj].type == T_DIR)
+			return j < 0 && !in_subtree(&M, op->dir2, M.d[i].obj);
+		return j < 0 || M.o[M.d[j].obj].type != T_DIR;
+	default:
+		return 0;
+	}
+}
 
-		while (*t == ' ')
-			t++;
-		n = sscanf(t, "%c %63s %63s", &k, a, b);
-		if (n < 2)
-			continue;
-		memset(&op, 0, sizeof(op));
-		/* the directory and name of a */
-		slash = strrchr(a, '/');
-		op.dir = slash ? (*slash = '\0', sc_obj(w, a)) : M.wroot[w];
-		snprintf(op.name, CR_NAME_MAX, "%s", slash ? slash + 1 : a);
-		if (slash)
-			*slash = '/';
-		switch (k) {
-		case 'c': op.kind = OP_CREATE; op.mode = 0644; break;
-		case 'm': op.kind = OP_MKDIR; op.mode = 0755; break;
-		case 's': op.kind = OP_SYMLINK; snprintf(op.target, sizeof(op.target), "target-of-%s", op.name); break;
-		case 'u': op.kind = OP_REMOVE; break;
-		case 'x': op.kind = OP_RMDIR; break;
-		case 'w':
-			op.kind = OP_WRITE;
-			op.obj = sc_obj(w, a);
+/* sc_step -- one step of a script, paths relative to w's subtree:
+ *   c a [MODE]   create        m D [MODE]  mkdir      s a      symlink
+ *   w a [OFF LEN SEED]  write  t a SIZE   truncate    p a MODE chmod
+ *   T a [AS ANS MS MNS|server] utimes      r a b    rename
+ *   l a b  link                u a   remove           x D      rmdir
+ * Returns 0 (done, or skipped when lenient and invalid), -1 on failure. */
+static int sc_step(int w, const char *step, int lenient)
+{
+	char k = 0, a[320] = "", b[320] = "", c[64] = "", d[64] = "", e[64] = "", *slash;
+	struct op op;
+	int n, valid;
+
+	n = sscanf(step, " %c %319s %319s %63s %63s %63s", &k, a, b, c, d, e);
+	if (n < 2)
+		return 0;
+	memset(&op, 0, sizeof(op));
+	op.dir2 = M.wroot[w];
+	slash = strrchr(a, '/');
+	op.dir = slash ? (*slash = '\0', sc_obj(w, a)) : M.wroot[w];
+	snprintf(op.name, CR_NAME_MAX, "%s", slash ? slash + 1 : a);
+	if (slash)
+		*slash = '/';
+	switch (k) {
+	case 'c':
+	case 'm':
+		op.kind = k == 'c' ? OP_CREATE : OP_MKDIR;
+		op.mode = n > 2 ? strtoul(b, NULL, 8) : k == 'c' ? 0644 : 0755;
+		break;
+	case 's':
+		op.kind = OP_SYMLINK;
+		snprintf(op.target, sizeof(op.target), "target-of-%s", op.name);
+		break;
+	case 'u': op.kind = OP_REMOVE; break;
+	case 'x': op.kind = OP_RMDIR; break;
+	case 'w':
+		op.kind = OP_WRITE;
+		op.obj = sc_obj(w, a);
+		if (n >= 5) {
+			op.off = strtoull(b, NULL, 10);
+			op.len = strtoul(c, NULL, 10);
+			op.seed = strtoul(d, NULL, 10);
+		} else {
 			op.off = op.obj >= 0 ? M.o[op.obj].size : 0;
 			op.len = 20000;
 			op.seed = (uint32_t)rng();
-			break;
-		case 't': op.kind = OP_SETSIZE; op.obj = sc_obj(w, a); op.size = atoi(b); break;
-		case 'p':
-			op.kind = OP_SETMODE;
-			op.obj = sc_obj(w, a);
-			op.mode = strtoul(b, NULL, 8);
-			break;
-		case 'T':
-			op.kind = OP_SETTIMES;
-			op.obj = sc_obj(w, a);
+		}
+		if (op.off + op.len > CR_FILE_MAX)
+			return lenient ? 0 : -1;
+		break;
+	case 't': op.kind = OP_SETSIZE; op.obj = sc_obj(w, a); op.size = atoi(b); break;
+	case 'p':
+		op.kind = OP_SETMODE;
+		op.obj = sc_obj(w, a);
+		op.mode = strtoul(b, NULL, 8);
+		break;
+	case 'T':
+		op.kind = OP_SETTIMES;
+		op.obj = sc_obj(w, a);
+		if (n >= 3 && !strcmp(b, "server")) {
+			op.server_time = 1;
+		} else if (n >= 6) {
+			op.atime.seconds = strtoul(b, NULL, 10);
+			op.atime.nseconds = strtoul(c, NULL, 10);
+			op.mtime.seconds = strtoul(d, NULL, 10);
+			op.mtime.nseconds = strtoul(e, NULL, 10);
+		} else {
 			op.atime.seconds = 1100000000;
 			op.atime.nseconds = 123456789;
 			op.mtime.seconds = 1200000000;
 			op.mtime.nseconds = 987654321;
-			break;
-		case 'r':
-		case 'l': {
-			char *s2 = strrchr(b, '/');
-
-			op.kind = k == 'r' ? OP_RENAME : OP_LINK;
-			op.obj = sc_obj(w, a);
-			op.dir2 = s2 ? (*s2 = '\0', sc_obj(w, b)) : M.wroot[w];
-			snprintf(op.name2, CR_NAME_MAX, "%s", s2 ? s2 + 1 : b);
-			break;
 		}
-		default:
+		break;
+	case 'r':
+	case 'l': {
+		char *s2 = strrchr(b, '/');
+
+		op.kind = k == 'r' ? OP_RENAME : OP_LINK;
+		op.obj = sc_obj(w, a);
+		op.dir2 = s2 ? (*s2 = '\0', sc_obj(w, b)) : M.wroot[w];
+		snprintf(op.name2, CR_NAME_MAX, "%s", s2 ? s2 + 1 : b);
+		break;
+	}
+	default:
+		return 0;
+	}
+	valid = op.dir >= 0 && op.dir2 >= 0 && op.obj >= 0 && sc_valid(w, &op) && op_has_handles(&M, &op);
+	if (!valid) {
+		if (lenient)
+			return 0;
+		failf("scenario w%d: step '%s' could not run", w, step);
+		return -1;
+	}
+	return sc_op(w, &op);
+}
+
+/* sc_run -- a ';'-separated script (see sc_step) in w's subtree */
+static void sc_run(int w, const char *script)
+{
+	char *buf = strdup(script), *save = NULL;
+
+	for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
+		while (*t == ' ' || *t == '\n')
+			t++;
+		if (t[0] == 'R') {
+			/* a restart inside a script: kill, restart as written */
+			disconnect_all();
+			server_kill();
+			workers_crashed();
+			W[w].maybe = 0;
+			if (server_start(cfg.presto && !strcmp(t, "R always"), 1) < 0 || connect_all() < 0)
+				break;
 			continue;
 		}
-		if (op.dir < 0 || op.dir2 < 0 || op.obj < 0 || sc_op(w, &op) < 0) {
-			failf("scenario w%d: step '%s' could not run", w, t);
-			return;
+		if (sc_step(w, t, 0) < 0)
+			break;
+	}
+	free(buf);
+}
+
+/* ---------------------------------------------------------- minimizing */
+
+/* min_trial -- run steps (with "R": clean restart) on a fresh server,
+ * SIGKILL, restart with --replay=always, check. Returns 1 if any check
+ * failed (the failure reproduced), 0 if all passed, -1 if the trial could
+ * not run. */
+static int min_trial(const struct script *sc, const char *const *keep, int nkeep)
+{
+	int rc = 0;
+
+	(void)sc;
+	trial_failed = 0;
+	if (server_setup("min") < 0 || server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0) {
+		rc = -1;
+		goto out;
+	}
+	for (int i = 0; i < nkeep && !trial_failed; i++) {
+		if (keep[i][0] == 'R') {
+			disconnect_all();
+			server_kill();
+			workers_crashed();
+			W[0].maybe = 0;
+			if (server_start(!strcmp(keep[i], "R always"), 1) < 0 || connect_all() < 0) {
+				rc = -1;
+				goto out;
+			}
+			continue;
+		}
+		if (sc_step(0, keep[i], 1) < 0)
+			break;
+	}
+	disconnect_all();
+	server_kill();
+	workers_crashed();
+	W[0].maybe = 0;
+	if (server_start(1, 1) == 0 && connect_all() == 0)
+		check_all("minimized");
+	rc = trial_failed > 0;
+out:
+	disconnect_all();
+	if (srv.pid > 0)
+		server_kill();
+	cleanup();
+	return rc;
+}
+
+/* minimize -- ddmin (Zeller) over a failing client's script, bounded in
+ * time; prints the shortest failing script found and runs it once more,
+ * loudly */
+static void minimize(const struct script *sc, int seconds)
+{
+	long long end = now_ms() + seconds * 1000LL;
+	const char **cur = malloc(sc->n * sizeof(*cur)), **tmp = malloc(sc->n * sizeof(*tmp));
+	int ncur = sc->n, gran = 2, trials = 0, saved_workers = cfg.workers, saved_presto = cfg.presto;
+	struct stats saved_st = ST;
+	int saved_fails = fails_total;
+
+	for (int i = 0; i < sc->n; i++)
+		cur[i] = sc->step[i];
+	recording = 0;
+	cfg.workers = 1;
+	quiet = 1;
+	info("minimize: %d steps; first, does the whole script fail again on a fresh server?", ncur);
+	quiet = 1;
+	if (min_trial(sc, cur, ncur) != 1) {
+		quiet = 0;
+		char path[64];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/tmp/crash_nfs-script-%d.txt", (int)getpid());
+		f = fopen(path, "w");
+		for (int i = 0; f && i < sc->n; i++)
+			fprintf(f, "%s;\n", sc->step[i]);
+		if (f)
+			fclose(f);
+		info("minimize: the script alone (%d steps, in %s) does not reproduce the failure (it may need the op in flight, other clients or timing)",
+		     sc->n, path);
+		goto out;
+	}
+	while (ncur >= 2 && now_ms() < end) {
+		int chunk = (ncur + gran - 1) / gran, reduced = 0;
+
+		for (int start = 0; start < ncur && now_ms() < end; start += chunk) {
+			int n = 0, len = start + chunk > ncur ? ncur - start : chunk;
+
+			/* complement: drop [start, start+len) */
+			for (int i = 0; i < ncur; i++)
+				if (i < start || i >= start + len)
+					tmp[n++] = cur[i];
+			trials++;
+			if (n && min_trial(sc, tmp, n) == 1) {
+				memcpy(cur, tmp, n * sizeof(*cur));
+				ncur = n;
+				gran = gran > 2 ? gran - 1 : 2;
+				reduced = 1;
+				break;
+			}
+		}
+		if (!reduced) {
+			if (gran >= ncur)
+				break;
+			gran = gran * 2 > ncur ? ncur : gran * 2;
 		}
 	}
+	quiet = 0;
+	info("minimize: %d trials; %d step(s) still fail%s:", trials, ncur, now_ms() >= end ? " (time ran out)" : "");
+	printf("  crash_nfs --mode scenarios --script '");
+	for (int i = 0; i < ncur; i++)
+		printf("%s%s", i ? "; " : "", cur[i]);
+	printf("'\n");
+	info("minimize: the failing script once more, with its report:");
+	min_trial(sc, cur, ncur);
+out:
+	quiet = 0;
+	free(cur);
+	free(tmp);
+	cfg.workers = saved_workers;
+	cfg.presto = saved_presto;
+	ST = saved_st;
+	fails_total = saved_fails;
+	recording = 1;
 }
 
 /* mode_scenarios -- fixed op sequences, each in its own subtree, then
@@ -3124,6 +3494,11 @@ static int mode_scenarios(void)
 	};
 	int n = (int)(sizeof(scripts) / sizeof(scripts[0]));
 	long long t0 = now_ms();
+
+	if (cfg.script) {
+		scripts[0] = cfg.script;
+		n = 1;
+	}
 
 	memset(&ST, 0, sizeof(ST));
 	cfg.workers = n;
@@ -3177,6 +3552,7 @@ static void usage(void)
 		"usage: crash_nfs [--mode scenarios,kill,fulllog,powercut] [--presto auto|on|off] [--kills N]\n"
 		"                 [--time-limit SEC] [--workers N] [--seed S] [--cycles N]\n"
 		"                 [--nvram-size SIZE] [--replay auto|always|mixed] [--verbose]\n"
+		"                 [--minimize SEC] [--script 'STEP; STEP...']\n"
 		"                 [--export DIR --loopdev DEV --image FILE --copy FILE]\n");
 	exit(2);
 }
@@ -3216,6 +3592,10 @@ int main(int argc, char **argv)
 			cfg.seed = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "--replay"))
 			cfg.replay = !strcmp(v, "always") ? 1 : !strcmp(v, "auto") ? 0 : 2;
+		else if (!strcmp(a, "--minimize"))
+			cfg.minimize = atoi(v);
+		else if (!strcmp(a, "--script"))
+			cfg.script = v;
 		else if (!strcmp(a, "--cycles"))
 			cfg.cycles = atoi(v);
 		else if (!strcmp(a, "--nvram-size"))
@@ -3246,7 +3626,7 @@ int main(int argc, char **argv)
 		int rc;
 
 		fails_total = 0;
-		alarm(cfg.time_limit + 90);
+		alarm(cfg.time_limit + cfg.minimize + 150);
 		if (!strcmp(tok, "kill"))
 			rc = mode_kill();
 		else if (!strcmp(tok, "powercut"))
