@@ -106,10 +106,10 @@ fi
 url=$(sed -n 's|.*ready \(http://[0-9.:]*/\).*|\1|p' "$tmp/admind.log")
 ok "presto-admind ready at $url"
 # the console's files, from the folder the build made (compiled-in default)
-if curl -fsS -o /dev/null "${url}uPlot.iife.min.js" && curl -fsS -o /dev/null "$url"; then
+if python3 -c 'import sys, urllib.request as u; [u.urlopen(sys.argv[1] + f, timeout=5).read() for f in ("", "uPlot.iife.min.js", "console.js")]' "$url" 2>"$tmp/get.log"; then
 	ok "the console and its chart library are served"
 else
-	nok "the console's files are not served (make builds $O/web)"; finish
+	nok "the console's files are not served (make builds $O/web)"; cat "$tmp/get.log"; finish
 fi
 
 loadgen="$top/$O/bench/loadgen"
