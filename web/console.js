@@ -44,11 +44,13 @@ function fmtBytes(v) {
 }
 function fmtUs(v) {
   if (v == null || !isFinite(v)) return '–';
+  if (v === 0) return '0';
   if (v >= 1e6) return (v / 1e6).toFixed(2) + ' s';
   if (v >= 1e3) return (v / 1e3).toFixed(v >= 1e4 ? 0 : 1) + ' ms';
   return v.toFixed(v >= 100 ? 0 : 1) + ' µs';
 }
 function fmtMs(v) { return v == null ? '–' : fmtUs(v * 1000); }
+function fmtRate(v) { return v == null ? '–' : fmtBytes(v) + '/s'; }
 
 /* ---- requests ---- */
 
@@ -205,7 +207,7 @@ function renderStats(s) {
   const ds = s.stats.destage || {};
   $('destage').textContent = fmtBytes(rates['destage.bytes'] || 0) + '/s';
   $('destage-detail').textContent = 'last checkpoint ' + fmtMs(ds.last_ms) + ' · ' + ds.runs + ' runs';
-  $('avoided').textContent = fmtNum(s.stats.commits_avoided, 0);
+  $('avoided').textContent = Number(s.stats.commits_avoided || 0).toLocaleString('en');
   $('avoided-detail').textContent = fmtNum(rates.commits_avoided || 0) + ' per second now';
 
   const tb = $('procs').tBodies[0];
@@ -237,9 +239,10 @@ function chartDefs() {
     { id: 'latency', title: 'latency (mean of the interval, µs)', metrics: ['lat_us', ...state.procs.slice(0, 3).map((p) => 'p99_us.' + p)],
       labels: ['mean, all', ...state.procs.slice(0, 3).map((p) => 'p99 ' + p)], fmt: fmtUs },
     { id: 'occupancy', title: 'NVRAM occupancy (%)', metrics: ['log.occupancy_pct'], labels: ['occupancy %'], fmt: fmtNum },
-    { id: 'rpp', title: 'records per persist', metrics: ['log.records_per_persist'], labels: ['records/persist'], fmt: fmtNum },
-    { id: 'destage', title: 'destage rate (bytes/s)', metrics: ['destage.bytes', 'log.append_bytes'],
-      labels: ['destaged', 'logged'], fmt: fmtBytes },
+    { id: 'rpp', title: 'records per persist', metrics: ['log.records_per_persist'], labels: ['records/persist'],
+      fmt: (v) => (v == null ? '–' : v < 10 ? String(+v.toFixed(3)) : fmtNum(v)) },
+    { id: 'destage', title: 'destage rate and log append rate', metrics: ['destage.bytes', 'log.append_bytes'],
+      labels: ['destaged', 'logged'], fmt: fmtRate },
     { id: 'checkpoint', title: 'checkpoint time and oldest record (ms)', metrics: ['destage.ms', 'log.oldest_age_ms'],
       labels: ['destage run', 'oldest record age'], fmt: fmtMs },
     { id: 'avoided', title: 'COMMITs avoided per second', metrics: ['commits_avoided'], labels: ['COMMITs avoided/s'], fmt: fmtNum },
@@ -269,7 +272,7 @@ function buildCharts() {
         label: l, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false,
         value: (u, v) => (v == null ? '–' : d.fmt(v)),
       }))],
-      axes: [{}, { values: (u, vals) => vals.map((v) => d.fmt(v)), size: 60 }],
+      axes: [{}, { values: (u, vals) => vals.map((v) => d.fmt(v)), size: 78 }],
       legend: { live: true },
     };
     const data = [[], ...d.labels.map(() => [])];
