@@ -311,7 +311,8 @@ def ratio(off, on):
     return "%.1fx" % (off / on)
 
 print("Connectathon basic tests (default parameters), seconds, lower is better;"
-      " NFS client: %s; each row the median of %s runs" % (client, repeat))
+      " NFS client: %s; each row the median of %s runs of the suite%s" %
+      (client, repeat, ", then the median of %s rounds" % rounds if int(rounds) > 1 else ""))
 print()
 head = ["test"] + ["%s (s)" % names.get(l, l) for l in labels]
 if have_ratio:

@@ -3752,6 +3752,7 @@ out:
 struct ct_server {
 	const char *label;
 	pid_t pid;
+	int out_fd;			/* the read end of its stdout */
 	int nfs_port, mount_port;
 	char dir[PATH_MAX];
 	char export[PATH_MAX];
@@ -3787,6 +3788,7 @@ static int ct_server_start(struct ct_server *s, const char *label, const char *b
 	memset(s, 0, sizeof(*s));
 	s->label = label;
 	s->pid = -1;
+	s->out_fd = -1;
 	snprintf(s->dir, sizeof(s->dir), "%s/%s", base, label);
 	snprintf(s->export, sizeof(s->export), "%s/export", s->dir);
 	snprintf(s->log, sizeof(s->log), "%s/server.log", s->dir);
@@ -3850,8 +3852,9 @@ static int ct_server_start(struct ct_server *s, const char *label, const char *b
 		if (!strchr(line, '\n') && used < sizeof(line) - 1)
 			continue;
 		if (sscanf(line, "presto-nfsd: ready nfs=%d mount=%d", &s->nfs_port, &s->mount_port) == 2) {
-			/* stdout stays open (and drained by nobody): the
-			 * server prints one line only */
+			/* stdout stays open until the server stops: it prints
+			 * this one line only */
+			s->out_fd = out[0];
 			return 0;
 		}
 		break;
@@ -3884,6 +3887,9 @@ static int ct_server_stop(struct ct_server *s)
 	}
 	if (rc < 0)
 		ct_server_log(s);
+	if (s->out_fd >= 0)
+		close(s->out_fd);
+	s->out_fd = -1;
 	if (s->nvram[0])
 		unlink(s->nvram);
 	for (int i = 0; i < 4; i++)
