@@ -3492,7 +3492,7 @@ static int mode_scenarios(void)
 		"c a; c b; l b c; r a c",			/* rename over one of two links */
 		"c a; w a; p a 0600; T a; p a 0755",		/* chmod, utimes, chmod */
 	};
-	int n = (int)(sizeof(scripts) / sizeof(scripts[0]));
+	int n = (int)(sizeof(scripts) / sizeof(scripts[0])), saved_workers;
 	long long t0 = now_ms();
 
 	if (cfg.script) {
@@ -3501,9 +3501,12 @@ static int mode_scenarios(void)
 	}
 
 	memset(&ST, 0, sizeof(ST));
+	saved_workers = cfg.workers;
 	cfg.workers = n;
-	if (server_setup("scen") < 0 || server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0)
+	if (server_setup("scen") < 0 || server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0) {
+		cfg.workers = saved_workers;
 		return -1;
+	}
 	for (int w = 0; w < n; w++)
 		sc_run(w, scripts[w]);
 	server_kill();
@@ -3525,6 +3528,7 @@ static int mode_scenarios(void)
 	server_stop();
 	print_stats("scenarios", t0);
 	cleanup();
+	cfg.workers = saved_workers;
 	return 0;
 }
 
