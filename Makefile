@@ -34,6 +34,7 @@ all:
 include cache/module.mk
 include nfsd/module.mk
 include admin/module.mk
+include admin/admind.mk
 include tests/module.mk
 
 all: $(PROGS) $(TEST_PROGS)
@@ -49,7 +50,8 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	@sh appliance/run.sh
 
-test: deps
+test:
+	@PRESTO_DEPS=test sh appliance/deps.sh
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory test-only
 
@@ -57,11 +59,13 @@ test-only:
 	@PRESTO_BIN=$(abspath $(B)) PRESTO_TESTBIN=$(abspath $(T)) sh tests/run.sh
 
 # the Linux kernel NFS client under qemu, alone
-test-kernel: deps
+test-kernel:
+	@PRESTO_DEPS=test sh appliance/deps.sh
 	@$(MAKE) --no-print-directory all
 	@TESTS=kernel PRESTO_BIN=$(abspath $(B)) PRESTO_TESTBIN=$(abspath $(T)) sh tests/run.sh
 
-asan: deps
+asan:
+	@PRESTO_DEPS=test sh appliance/deps.sh
 	@$(MAKE) --no-print-directory O=build/asan B=build/asan/bin OPT=-O1 \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	    all test-only

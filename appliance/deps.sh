@@ -5,9 +5,14 @@ set -eu
 
 # build and run
 PKGS="build-essential pkg-config rpcsvc-proto libtirpc-dev libpmem-dev libsodium-dev \
-libsqlite3-dev libmicrohttpd-dev libcmocka-dev libnfs-dev libnfs-utils \
+libsqlite3-dev libmicrohttpd-dev libjansson-dev libcmocka-dev libnfs-dev libnfs-utils \
 rpcbind nfs-common procps iproute2 util-linux e2fsprogs python3"
-# extra packages a test or the benchmark needs
+# the console's chart library comes from the npm registry: Node.js and npm
+# (the machine image may bring its own Node.js; Debian's otherwise)
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
+# extra packages the tests (PRESTO_DEPS=test: a browser, qemu for the kernel
+# client) or the benchmark need
+[ "${PRESTO_DEPS:-}" = test ] && PKGS="$PKGS chromium qemu-system-x86 busybox-static binutils"
 PKGS="$PKGS ${PRESTO_EXTRA_PKGS:-}"
 
 missing=""

@@ -1,7 +1,9 @@
 #!/bin/sh
 # run.sh -- `make run`: prepare the demo appliance under var/ and start it in
 # the foreground on 127.0.0.1 (NFS port 2049, MOUNT port 20048, registered
-# with rpcbind, which is started when none runs).
+# with rpcbind, which is started when none runs), presto on: the demo NVRAM
+# is a file in /dev/shm (battery-backed RAM emulation, PMEM_IS_PMEM_FORCE=1),
+# formatted at first start; presto-admind serves the console beside it.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 var="$top/var"
@@ -24,6 +26,8 @@ nfs_port = ${NFS_PORT:-2049}
 mount_port = ${MOUNT_PORT:-20048}
 rpcbind = yes
 foreground = yes
+nvram = ${NVRAM:-/dev/shm/presto-demo.nvram}
+nvram_size = ${NVRAM_SIZE:-256M}
 CONF
 
 if ! pgrep -x rpcbind >/dev/null 2>&1; then
@@ -32,10 +36,16 @@ if ! pgrep -x rpcbind >/dev/null 2>&1; then
 	echo "run.sh: started rpcbind"
 fi
 
+# /dev/shm stands in for battery-backed RAM: let libpmem treat it as
+# persistent memory (flush instructions, no msync)
+export PMEM_IS_PMEM_FORCE=1
+
 nfs=${NFS_PORT:-2049}
 mnt=${MOUNT_PORT:-20048}
 cat <<MSG
-presto-nfs demo: export $var/export on 127.0.0.1 (nfs port $nfs, mount port $mnt)
+presto-nfs demo: export $var/export on 127.0.0.1 (nfs port $nfs, mount port $mnt),
+  presto on, NVRAM log ${NVRAM:-/dev/shm/presto-demo.nvram}
+  state and statistics:  bin/presto -s $var/state/control.sock  (and -p, -l, --help)
   list it:        nfs-ls nfs://127.0.0.1$var/export
   copy a file:    nfs-cp /etc/services nfs://127.0.0.1$var/export/services
   read it back:   nfs-cat nfs://127.0.0.1$var/export/services
@@ -44,4 +54,14 @@ presto-nfs demo: export $var/export on 127.0.0.1 (nfs port $nfs, mount port $mnt
   exports seen:   showmount -e 127.0.0.1;  rpcinfo -p 127.0.0.1
 Stop with Ctrl-C (SIGINT): calls in flight finish, then it exits.
 MSG
-exec "$top/bin/presto-nfsd" -c "$var/presto.conf"
+# presto-admind: statistics history and the console, beside presto-nfsd
+admin=${ADMIN_LISTEN:-127.0.0.1:8080}
+"$top/bin/presto-admind" --state-dir "$var/state" --listen "$admin" &
+admind=$!
+trap 'kill "$admind" 2>/dev/null' EXIT
+trap 'exit 130' INT TERM
+i=0
+while [ ! -s "$var/state/admin.token" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+echo "  console:        http://$admin/#token=$(cat "$var/state/admin.token" 2>/dev/null)"
+echo "  (history in $var/state/admind.db; the token is in $var/state/admin.token)"
+"$top/bin/presto-nfsd" -c "$var/presto.conf"
