@@ -3898,11 +3898,15 @@ static int ct_server_stop(struct ct_server *s)
 	return rc;
 }
 
-static void ct_watchdog(int sig)
-{
-	static const char msg[] = "cthon: watchdog expired: killing the servers\n";
+static char ct_base[PATH_MAX];		/* the functional run's directory */
 
-	(void)sig;
+/* ct_emergency -- SIGALRM (the watchdog), SIGABRT (a sanitizer), SIGSEGV:
+ * kill the servers, remove their NVRAM files and the run's directory; only
+ * async-signal-safe calls */
+static void ct_emergency(int sig)
+{
+	static const char msg[] = "cthon: watchdog expired or fatal signal: killing the servers\n";
+
 	if (write(2, msg, sizeof(msg) - 1) < 0) {
 		/* nothing more to do */
 	}
@@ -3912,7 +3916,16 @@ static void ct_watchdog(int sig)
 		if (ct_servers[i] && ct_servers[i]->nvram[0])
 			unlink(ct_servers[i]->nvram);
 	}
-	_exit(1);
+	if (ct_base[0] && fork() == 0) {
+		char *argv[] = { "rm", "-rf", ct_base, NULL };
+
+		execv("/bin/rm", argv);
+		_exit(127);
+	}
+	if (sig == SIGALRM)
+		_exit(1);
+	signal(sig, SIG_DFL);
+	raise(sig);
 }
 
 static int ct_rm_local(const char *path)
@@ -4003,7 +4016,9 @@ static int ct_functional(int quiet)
 	struct ct_ctx total, c;
 	struct ct_fs fs;
 
-	signal(SIGALRM, ct_watchdog);
+	signal(SIGALRM, ct_emergency);
+	signal(SIGABRT, ct_emergency);
+	signal(SIGSEGV, ct_emergency);
 	signal(SIGPIPE, SIG_IGN);
 	alarm(110);
 	memset(&total, 0, sizeof(total));
@@ -4026,6 +4041,8 @@ static int ct_functional(int quiet)
 		}
 	}
 	chmod(base, 0755);
+	if (!getenv("PRESTO_CTHON_KEEP"))
+		snprintf(ct_base, sizeof(ct_base), "%s", base);
 	ct_functional_server(&total, base, "presto-on", 1, "rw,insecure,no_root_squash");
 	ct_functional_server(&total, base, "presto-off", 0, "rw,insecure,no_root_squash");
 	/* the local column's operations, so that the benchmark's baseline is
