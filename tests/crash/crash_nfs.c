@@ -919,6 +919,7 @@ struct model {
 	int root;			/* obj id of the export root */
 	int wroot[CR_WORKERS_MAX];	/* obj id of each client's subtree */
 	struct fh dead[CR_DEAD_MAX];	/* handles of objects an acknowledged op removed */
+	int dead_obj[CR_DEAD_MAX];	/* ... and whose they were */
 	int ndead;
 };
 
@@ -996,8 +997,10 @@ static void model_unlink(struct model *m, int i)
 		for (int k = 0; k < o->nfh; k++) {
 			if (m->ndead == CR_DEAD_MAX) {
 				memmove(m->dead, m->dead + 1, (CR_DEAD_MAX - 1) * sizeof(m->dead[0]));
+				memmove(m->dead_obj, m->dead_obj + 1, (CR_DEAD_MAX - 1) * sizeof(m->dead_obj[0]));
 				m->ndead--;
 			}
+			m->dead_obj[m->ndead] = obj;
 			m->dead[m->ndead++] = o->fh[k];
 		}
 		free(o->data);
@@ -1905,6 +1908,26 @@ static void op_step(const struct op *op, char *out, size_t cap)
 	}
 }
 
+/* hist_print_obj -- the last ops of client w on object obj */
+static void hist_print_obj(int w, int obj)
+{
+	char wtag[16];
+	int idx[10], n = 0;
+
+	if (quiet)
+		return;
+	snprintf(wtag, sizeof(wtag), "w%d#", w);
+	for (int i = nhist - 1; i >= 0 && n < 10; i--)
+		if (!strncmp(hist[i], wtag, strlen(wtag)) && hkeys[i].obj == obj)
+			idx[n++] = i;
+	printf("  last ops on that object (oldest first):\n");
+	for (int k = n - 1; k >= 0; k--)
+		printf("    %s\n", hist[idx[k]]);
+	for (int i = n ? idx[0] + 1 : nhist; i < nhist; i++)
+		if (hist[i][0] == '-')
+			printf("      %s\n", hist[i]);
+}
+
 /* ---------------------------------------------------------------- workers */
 
 struct worker {
@@ -2742,9 +2765,26 @@ handles_done:
 	for (int k = 0; k < M.ndead; k++) {
 		ST.dead_handles++;
 		if (do_getattr(&M.dead[k], &r) == 0 && r.status == NFS3_OK) {
-			failf("%s: handle %s of a removed object still works (GETATTR OK, fileid %" PRIu64 " type %d)",
-			      when, fh_hex(&M.dead[k]), (uint64_t)r.attr.fileid, r.attr.type);
-			break;
+			int obj = M.dead_obj[k];
+
+			if (M.o[obj].worker >= 0 && !W[M.o[obj].worker].enabled)
+				continue;	/* its subtree failed already */
+			failf("%s: handle %s of a removed %s still works: GETATTR OK, fileid %" PRIu64 " type %d size %" PRIu64
+			      " nlink %u; names with that inode now:",
+			      when, fh_hex(&M.dead[k]), type_name(M.o[obj].type), (uint64_t)r.attr.fileid, r.attr.type,
+			      (uint64_t)r.attr.size, r.attr.nlink);
+			if (!quiet) {
+				char cmd[512];
+
+				fflush(stdout);
+				snprintf(cmd, sizeof(cmd), "find '%s' -xdev -inum %" PRIu64 " | sed 's/^/    /'", srv.export,
+					 (uint64_t)r.attr.fileid);
+				if (system(cmd) < 0)
+					printf("(find failed)\n");
+				hist_print_obj(M.o[obj].worker, obj);
+			}
+			if (M.o[obj].worker >= 0)
+				worker_disable(&W[M.o[obj].worker], "removed object reachable");
 		}
 	}
 
