@@ -3290,6 +3290,90 @@ static int ct_sp_direrr(struct ct_ctx *c, struct ct_raw *raw, char *what, size_t
 	return ct_rm_rf(c->fs, CT_TESTDIR) < 0 ? ct_fail(c, "rm -rf %s", CT_TESTDIR) : 0;
 }
 
+/* "." and ".." at and below the export root, and a MOUNT of a directory
+ * below the export: no handle reaches outside the export (RFC 1813 3.3.3;
+ * the design's invariant 4) */
+static int ct_sp_dotdot(struct ct_ctx *c, struct ct_raw *raw, char *what, size_t wlen)
+{
+	static struct ct_res r;
+	struct ct_fh sub, dd;
+	uint64_t root_id, sub_id;
+	char sub_path[PATH_MAX + 32];
+	struct ct_raw raw2;
+	int st;
+
+	if (!raw) {
+		snprintf(what, wlen, "NFS only");
+		return 0;
+	}
+	if (ct_testdir(c) < 0)
+		return -1;
+	{
+		GETATTR3args a = { .object = ct_fh3(&raw->root) };
+
+		st = ct_raw_call(raw, NFS3_GETATTR, &a, &r);
+		if (st != NFS3_OK)
+			return ct_fail(c, "GETATTR of the export root: %s", ct_nfsstat(st));
+		root_id = r.attr.fileid;
+	}
+	st = ct_raw_lookup(raw, &raw->root, ".", &r);
+	if (st != NFS3_OK || !r.has_attr || r.attr.fileid != root_id)
+		return ct_fail(c, "LOOKUP \".\" in the export root: %s, file id %" PRIu64 ", expected "
+			       "NFS3_OK and the root's %" PRIu64 " (RFC 1813 3.3.3)", ct_nfsstat(st),
+			       r.has_attr ? (uint64_t)r.attr.fileid : 0, root_id);
+	st = ct_raw_lookup(raw, &raw->root, "..", &r);
+	if (st == NFS3_OK) {
+		GETATTR3args a;
+
+		dd = r.fh;
+		a.object = ct_fh3(&dd);
+		st = ct_raw_call(raw, NFS3_GETATTR, &a, &r);
+		if (st != NFS3_OK || r.attr.fileid != root_id)
+			return ct_fail(c, "LOOKUP \"..\" in the export root gave a handle of file id %" PRIu64
+				       " (GETATTR %s), outside the export: expected the root itself (%" PRIu64
+				       ") or an error (RFC 1813 3.3.3; invariant 4)",
+				       (uint64_t)r.attr.fileid, ct_nfsstat(st), root_id);
+	} else if (st != NFS3ERR_NOENT && st != NFS3ERR_ACCES && st != NFS3ERR_PERM) {
+		return ct_fail(c, "LOOKUP \"..\" in the export root: %s, expected NFS3_OK on the root "
+			       "itself, NFS3ERR_NOENT or NFS3ERR_ACCES", ct_nfsstat(st));
+	}
+	st = ct_raw_lookup(raw, &raw->root, CT_TESTDIR, &r);
+	if (st != NFS3_OK || !r.has_attr)
+		return ct_fail(c, "LOOKUP %s: %s", CT_TESTDIR, ct_nfsstat(st));
+	sub = r.fh;
+	sub_id = r.attr.fileid;
+	st = ct_raw_lookup(raw, &sub, "..", &r);
+	if (st != NFS3_OK || !r.has_attr || r.attr.fileid != root_id)
+		return ct_fail(c, "LOOKUP \"..\" in %s: %s, file id %" PRIu64 ", expected NFS3_OK and the "
+			       "export root's %" PRIu64 " (RFC 1813 3.3.3)", CT_TESTDIR, ct_nfsstat(st),
+			       r.has_attr ? (uint64_t)r.attr.fileid : 0, root_id);
+	/* MOUNT of the directory below the export: its handle, and ".." from
+	 * it is the export root, not beyond */
+	snprintf(sub_path, sizeof(sub_path), "%s/%s", c->fs->base, CT_TESTDIR);
+	if (ct_raw_open(&raw2, c->fs->nfs_port, c->fs->mount_port, sub_path) < 0)
+		return ct_fail(c, "MNT %s (a directory below the export) failed", sub_path);
+	{
+		GETATTR3args a = { .object = ct_fh3(&raw2.root) };
+
+		st = ct_raw_call(&raw2, NFS3_GETATTR, &a, &r);
+		if (st != NFS3_OK || r.attr.fileid != sub_id) {
+			ct_raw_close(&raw2);
+			return ct_fail(c, "GETATTR of the handle MNT gave for %s: %s, file id %" PRIu64
+				       ", expected %" PRIu64, sub_path, ct_nfsstat(st),
+				       (uint64_t)r.attr.fileid, sub_id);
+		}
+		st = ct_raw_lookup(&raw2, &raw2.root, "..", &r);
+		ct_raw_close(&raw2);
+		if (st == NFS3_OK && (!r.has_attr || r.attr.fileid != root_id))
+			return ct_fail(c, "LOOKUP \"..\" from the MNT handle of %s: file id %" PRIu64
+				       ", expected the export root's %" PRIu64, sub_path,
+				       r.has_attr ? (uint64_t)r.attr.fileid : 0, root_id);
+	}
+	snprintf(what, wlen, "\".\" is the root, \"..\" of the root stays inside the export, \"..\" of "
+		 "%s and of its MNT handle is the root", CT_TESTDIR);
+	return 0;
+}
+
 typedef int (*ct_special_fn)(struct ct_ctx *c, struct ct_raw *raw, char *what, size_t wlen);
 
 static const struct {
@@ -3304,6 +3388,7 @@ static const struct {
 	{ "special (offsets and sizes at the limits)", ct_sp_limits },
 	{ "special (names: length, dot, dot-dot, slash)", ct_sp_names },
 	{ "special (directory errors)", ct_sp_direrr },
+	{ "special (. and .. at the export root, MNT below it)", ct_sp_dotdot },
 };
 
 static void ct_run_special(struct ct_ctx *c, struct ct_raw *raw)
