@@ -34,8 +34,10 @@
  * over an existing file or directory, the name of an open file removed (the
  * client's silly rename, then the real remove), CREATE EXCLUSIVE with its
  * verifier, GUARDED and UNCHECKED, a large directory whose entries are removed
- * between READDIR pages, offsets and sizes at the limits, over-long names,
- * and the directory errors (EXIST, NOTEMPTY, rename into a descendant).
+ * between READDIR pages, READDIR resumed at any cookie (telldir/seekdir),
+ * offsets and sizes at the limits, over-long names, the directory errors
+ * (EXIST, NOTEMPTY, rename into a descendant), and "." / ".." at the export
+ * root and below a MOUNT of a subdirectory.
  *
  * Modes:
  *   cthon [-q]                 functional (make test): starts two presto-nfsd
@@ -3374,6 +3376,70 @@ static int ct_sp_dotdot(struct ct_ctx *c, struct ct_raw *raw, char *what, size_t
 	return 0;
 }
 
+/* telldir/seekdir (Connectathon's special "telldir"): READDIR resumed at
+ * any entry's cookie continues with the entries that followed it */
+#define CT_SEEKDIR 300
+
+static int ct_sp_seekdir(struct ct_ctx *c, struct ct_raw *raw, char *what, size_t wlen)
+{
+	static struct ct_res r;
+	static struct ct_dent all[CT_SEEKDIR + 8];
+	size_t n = 0;
+	uint64_t cookie = 0;
+	char verf[8] = { 0 }, first_verf[8] = { 0 };
+	struct ct_fh dir;
+	int st, pages = 0, probes = 0;
+
+	if (!raw) {
+		snprintf(what, wlen, "NFS only");
+		return 0;
+	}
+	if (ct_testdir(c) < 0 || ct_make_files(c, CT_TESTDIR "/t.%03d", CT_SEEKDIR) < 0)
+		return -1;
+	st = ct_raw_lookup(raw, &raw->root, CT_TESTDIR, &r);
+	if (st != NFS3_OK)
+		return ct_fail(c, "LOOKUP %s: %s", CT_TESTDIR, ct_nfsstat(st));
+	dir = r.fh;
+	for (;;) {
+		READDIR3args a = { .dir = ct_fh3(&dir), .cookie = cookie, .count = 2048 };
+
+		memcpy(a.cookieverf, verf, 8);
+		st = ct_raw_call(raw, NFS3_READDIR, &a, &r);
+		if (st != NFS3_OK)
+			return ct_fail(c, "READDIR (cookie %" PRIu64 "): %s", cookie, ct_nfsstat(st));
+		if (pages++ == 0)
+			memcpy(first_verf, r.verf, 8);
+		for (size_t i = 0; i < r.nents && n < sizeof(all) / sizeof(all[0]); i++)
+			all[n++] = r.ents[i];
+		if (r.eof)
+			break;
+		if (!r.nents || pages > 1000)
+			return ct_fail(c, "READDIR: no progress at page %d", pages);
+		cookie = r.ents[r.nents - 1].cookie;
+		memcpy(verf, r.verf, 8);
+	}
+	if (n != CT_SEEKDIR + 2)
+		return ct_fail(c, "READDIR listed %zu entries, expected %d files plus . and ..", n, CT_SEEKDIR);
+	/* resume after entry k, for a spread of k, with the verifier given */
+	for (size_t k = 0; k + 1 < n; k += 37) {
+		READDIR3args a = { .dir = ct_fh3(&dir), .cookie = all[k].cookie, .count = 1024 };
+
+		memcpy(a.cookieverf, first_verf, 8);
+		st = ct_raw_call(raw, NFS3_READDIR, &a, &r);
+		if (st != NFS3_OK)
+			return ct_fail(c, "READDIR resumed at the cookie %" PRIu64 " of entry %zu (%s): %s "
+				       "(RFC 1813 3.3.16)", all[k].cookie, k, all[k].name, ct_nfsstat(st));
+		if (!r.nents || strcmp(r.ents[0].name, all[k + 1].name))
+			return ct_fail(c, "READDIR resumed after entry %zu (%s) returned \"%s\" first, expected "
+				       "\"%s\" (RFC 1813 3.3.16)", k, all[k].name,
+				       r.nents ? r.ents[0].name : "(nothing)", all[k + 1].name);
+		probes++;
+	}
+	snprintf(what, wlen, "%zu entries in %d pages; resumed at %d cookies, each continuing in order",
+		 n, pages, probes);
+	return ct_rm_rf(c->fs, CT_TESTDIR) < 0 ? ct_fail(c, "rm -rf %s", CT_TESTDIR) : 0;
+}
+
 typedef int (*ct_special_fn)(struct ct_ctx *c, struct ct_raw *raw, char *what, size_t wlen);
 
 static const struct {
@@ -3385,6 +3451,7 @@ static const struct {
 	{ "special (unlink of an open file's name)", ct_sp_open_unlink },
 	{ "special (exclusive create)", ct_sp_exclusive },
 	{ "special (large directory, removal while reading)", ct_sp_bigdir },
+	{ "special (telldir/seekdir: READDIR resumed at any cookie)", ct_sp_seekdir },
 	{ "special (offsets and sizes at the limits)", ct_sp_limits },
 	{ "special (names: length, dot, dot-dot, slash)", ct_sp_names },
 	{ "special (directory errors)", ct_sp_direrr },
