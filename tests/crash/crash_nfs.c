@@ -727,7 +727,8 @@ static void res_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 			r->eof = ok->eof;
 			r->dlen = ok->data.data_len;
 			r->data = malloc(r->dlen + 1);
-			memcpy(r->data, ok->data.data_val, r->dlen);
+			if (r->dlen)
+				memcpy(r->data, ok->data.data_val, r->dlen);
 			copy_post_attr(r, &ok->file_attributes);
 		}
 		break;
@@ -784,14 +785,20 @@ static void res_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 		r->status = x->status;
 		if (x->status == NFS3_OK) {
 			READDIR3resok *ok = &x->READDIR3res_u.resok;
+			const void *p;
+			entry3 e;
 			int n = 0;
 
-			for (entry3 *e = ok->reply.entries; e; e = e->nextentry)
+			/* libnfs leaves list entries unaligned: copy each out */
+			for (p = ok->reply.entries; p; p = e.nextentry) {
+				memcpy(&e, p, sizeof(e));
 				n++;
+			}
 			r->names = calloc(n + 1, sizeof(*r->names));
-			for (entry3 *e = ok->reply.entries; e; e = e->nextentry) {
-				snprintf(r->names[r->nnames++], sizeof(r->names[0]), "%s", e->name);
-				r->cookie = e->cookie;
+			for (p = ok->reply.entries; p; p = e.nextentry) {
+				memcpy(&e, p, sizeof(e));
+				snprintf(r->names[r->nnames++], sizeof(r->names[0]), "%s", e.name);
+				r->cookie = e.cookie;
 			}
 			r->eof = ok->reply.eof;
 			memcpy(r->verf, ok->cookieverf, sizeof(r->verf));
@@ -1031,29 +1038,41 @@ static void model_clone(struct model *dst, const struct model *src)
 	memcpy(dst->d, src->d, src->nd * sizeof(*dst->d));
 }
 
-/* model_path -- "w0/d3/f1" of an object's first name (or "?") */
+/* model_path -- "w0/d3/f1" of an object's first name ("?/..." when it has
+ * none) */
 static const char *model_path(const struct model *m, int obj)
 {
 	static char bufs[4][512];
 	static int k;
-	char *b = bufs[k++ & 3], tmp[512];
-	int guard = 0;
+	char *b = bufs[k++ & 3];
+	const char *part[64];
+	int n = 0;
+	size_t len = 0;
 
-	b[0] = '\0';
-	while (obj != m->root && guard++ < 64) {
+	while (obj != m->root && n < 64) {
 		int i;
 
 		for (i = 0; i < m->nd; i++)
 			if (m->d[i].obj == obj)
 				break;
 		if (i == m->nd) {
-			snprintf(tmp, sizeof(tmp), "?%s%s", b[0] ? "/" : "", b);
-			strcpy(b, tmp);
-			return b;
+			part[n++] = "?";
+			break;
 		}
-		snprintf(tmp, sizeof(tmp), "%s%s%s", m->d[i].name, b[0] ? "/" : "", b);
-		strcpy(b, tmp);
+		part[n++] = m->d[i].name;
 		obj = m->d[i].parent;
+	}
+	b[0] = '\0';
+	while (n-- > 0) {
+		size_t l = strlen(part[n]);
+
+		if (len + l + 2 > sizeof(bufs[0]))
+			break;
+		if (len)
+			b[len++] = '/';
+		memcpy(b + len, part[n], l);
+		len += l;
+		b[len] = '\0';
 	}
 	return b;
 }
@@ -2183,7 +2202,8 @@ static int lent_cmp(const void *a, const void *b)
 
 static void listing_finish(struct listing *l)
 {
-	qsort(l->e, l->n, sizeof(l->e[0]), lent_cmp);
+	if (l->n)
+		qsort(l->e, l->n, sizeof(l->e[0]), lent_cmp);
 	for (int i = 0; i < l->n; i++) {
 		if (l->e[i].type != T_REG)
 			continue;
@@ -3150,7 +3170,7 @@ static int mode_fulllog(void)
 		return 1;
 	}
 	if (!strcmp(size, "64M"))
-		cfg.nvram_size = "1M";
+		cfg.nvram_size = "8M";	/* the smallest size presto-nfsd takes */
 	if (server_setup("fulllog") < 0)
 		return -1;
 	/* a short wait for room before JUKEBOX, so that a full log shows */
@@ -3284,7 +3304,7 @@ static int sc_step(int w, const char *step, int lenient)
 	op.dir2 = M.wroot[w];
 	slash = strrchr(a, '/');
 	op.dir = slash ? (*slash = '\0', sc_obj(w, a)) : M.wroot[w];
-	snprintf(op.name, CR_NAME_MAX, "%s", slash ? slash + 1 : a);
+	snprintf(op.name, CR_NAME_MAX, "%.*s", CR_NAME_MAX - 1, slash ? slash + 1 : a);
 	if (slash)
 		*slash = '/';
 	switch (k) {
@@ -3344,7 +3364,7 @@ static int sc_step(int w, const char *step, int lenient)
 		op.kind = k == 'r' ? OP_RENAME : OP_LINK;
 		op.obj = sc_obj(w, a);
 		op.dir2 = s2 ? (*s2 = '\0', sc_obj(w, b)) : M.wroot[w];
-		snprintf(op.name2, CR_NAME_MAX, "%s", s2 ? s2 + 1 : b);
+		snprintf(op.name2, CR_NAME_MAX, "%.*s", CR_NAME_MAX - 1, s2 ? s2 + 1 : b);
 		break;
 	}
 	default:
