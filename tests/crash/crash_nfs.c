@@ -3416,6 +3416,7 @@ static int min_trial(const struct script *sc, const char *const *keep, int nkeep
 
 	(void)sc;
 	trial_failed = 0;
+	nhist = 0;		/* each trial's report quotes only its own ops */
 	if (server_setup("min") < 0 || server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0) {
 		rc = -1;
 		goto out;
@@ -3551,6 +3552,7 @@ static int mode_scenarios(void)
 		"m D; c a; l a D/b; r D E; u a",		/* link into a directory, then move it */
 		"c a; c b; l b c; r a c",			/* rename over one of two links */
 		"c a; w a; p a 0600; T a; p a 0755",		/* chmod, utimes, chmod */
+		"c x; r x a; u a; c a; l a b",			/* name reused after a move and a remove */
 	};
 	int n = (int)(sizeof(scripts) / sizeof(scripts[0])), saved_workers;
 	long long t0 = now_ms();
