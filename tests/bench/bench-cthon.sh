@@ -3,13 +3,16 @@
 # experiments, presto on against presto off, async, NFS-Ganesha and the local
 # filesystem.
 #
-# For every column (COLUMNS below) it starts that server on a fresh export
-# directory of its own, runs tests/cthon/cthon in its timed mode (-t) against
-# it, and stops it before the next column starts, so that no server's
-# background work (presto's destager, Ganesha's threads) lands on another's
-# numbers. One cthon run does, in order:
+# It starts every column's server (COLUMNS below) on a fresh export
+# directory of its own, then runs tests/cthon/cthon in its timed mode (-t)
+# against each column in turn, REPEAT times for the basic suite and ROUNDS
+# times for the experiments, with a `sync` before every run; then stops
+# them all. Alternating the columns spreads a slow moment of this shared
+# machine (or a disk made slow by someone else's fsyncs) over every column
+# instead of one. What is measured:
 #   - the Connectathon basic tests 1-9 with their default parameters (the
-#     rows Create .. Statfs of HP's MemFS white paper, figure 4), seconds;
+#     rows Create .. Statfs of HP's MemFS white paper, figure 4), seconds,
+#     each row the median of the REPEAT runs;
 #   - Prestoserve's tar experiment: extract a tree of 2,000 files
 #     (/usr/include's first two levels, padded with generated files of the
 #     same shape) and rm -rf it, seconds;
@@ -29,14 +32,14 @@
 # for Ganesha; PRESTO_BENCH_NETNS=0 runs in the host's namespaces.
 #
 # Knobs (environment):
-#   PRESTO_CTHON_ROUNDS   times every column runs; the table shows each
-#                         row's median (1: "measured in one run")
+#   PRESTO_CTHON_REPEAT   runs of the basic suite on every column; each
+#                         row shows the median (5: a row lasts a fraction
+#                         of a second with the default parameters, and this
+#                         machine is shared)
+#   PRESTO_CTHON_ROUNDS   runs of the experiments on every column, the
+#                         median shown (1: "measured in one run")
 #   PRESTO_CTHON_COLUMNS  the columns, see COLUMNS
 #   PRESTO_CTHON_WHAT     what cthon runs: basic,tar,postmark (all)
-#   PRESTO_CTHON_REPEAT   runs of the basic suite in one cthon run, each
-#                         row the median (5: a row lasts a fraction of a
-#                         second with the default parameters, and this
-#                         machine is shared)
 #   PRESTO_CTHON_CLIENT   nfs3 (one procedure per operation on cached
 #                         handles, as a kernel client) or libnfs (libnfs's
 #                         sync API, which walks every path from the root)
@@ -108,39 +111,43 @@ esac
 raw="$work/results.jsonl"
 : >"$raw"
 shm=""
-pid="" gdir=""
+running="$work/running"	# label|kind|cthon target|pid or Ganesha work dir
+: >"$running"
 
-# stop_server -- stop the server this script started last, and only it
-stop_server() {
-	if [ -n "$pid" ]; then
-		kill -TERM "$pid" 2>/dev/null
-		i=0
-		while [ $i -lt 100 ] && kill -0 "$pid" 2>/dev/null; do
-			sleep 0.1
-			i=$((i + 1))
-		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-		pid=""
-	fi
-	if [ -n "$gdir" ]; then
-		sh "$top/tests/bench/ganesha.sh" stop "$gdir"
-		gdir=""
-	fi
+# stop_servers -- stop every server this script started, and only those
+stop_servers() {
+	[ -f "$running" ] || return 0
+	while IFS='|' read -r _label kind _target handle; do
+		case "$kind" in
+		presto)
+			kill -TERM "$handle" 2>/dev/null
+			i=0
+			while [ $i -lt 100 ] && kill -0 "$handle" 2>/dev/null; do
+				sleep 0.1
+				i=$((i + 1))
+			done
+			kill -KILL "$handle" 2>/dev/null
+			;;
+		ganesha)
+			sh "$top/tests/bench/ganesha.sh" stop "$handle"
+			;;
+		esac
+	done <"$running"
+	: >"$running"
 }
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
-	stop_server
+	stop_servers
 	rm -rf "$work"
 	[ -z "$shm" ] || rm -rf "$shm"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# fail_record LABEL ROUND ERROR -- a column that could not be measured
+# fail_record LABEL ERROR -- a column (or one of its runs) not measured
 fail_record() {
-	python3 -c 'import json,sys; print(json.dumps({"label": sys.argv[1], "round": int(sys.argv[2]),
-	    "error": sys.argv[3]}))' "$1" "$2" "$3" >>"$raw"
+	python3 -c 'import json,sys; print(json.dumps({"label": sys.argv[1], "error": sys.argv[2]}))' \
+	    "$1" "$2" >>"$raw"
 }
 
 # start_presto DIR OPTS FLAGS -- presto-nfsd exporting DIR/export; sets pid,
@@ -156,10 +163,10 @@ start_presto() {
 			start_error="cannot make a directory in /dev/shm"
 			return 1
 		}
-		rm -f "$shm/nvlog"
+		mkdir -p "$shm/$(basename "$d")"
 		;;
 	esac
-	flags=$(printf '%s' "$flags" | sed -e "s|@SHM@|$shm|g")
+	flags=$(printf '%s' "$flags" | sed -e "s|@SHM@|$shm/$(basename "$d")|g")
 	# shellcheck disable=SC2086
 	PMEM_IS_PMEM_FORCE=1 "$PRESTO_BIN/presto-nfsd" --exports "$d/exports" \
 	    --state-dir "$d/state" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
@@ -178,78 +185,112 @@ start_presto() {
 		if ! kill -0 "$pid" 2>/dev/null; then
 			wait "$pid"
 			start_error="presto-nfsd exited (status $?): $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
-			pid=""
 			return 1
 		fi
 		sleep 0.1
 		i=$((i + 1))
 	done
 	start_error="presto-nfsd not ready after 30 s: $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
+	kill -KILL "$pid" 2>/dev/null
 	return 1
 }
 
-round=1
-while [ "$round" -le "$ROUNDS" ]; do
-	while IFS='|' read -r label kind opts flags; do
-		[ -n "$label" ] || continue
-		d="$work/$label.$round"
-		mkdir -p "$d"
-		start_error="" target=""
-		case "$kind" in
-		presto)
-			if start_presto "$d" "$opts" "$flags"; then
-				target="-c $CLIENT -n $nfs_port -m $mount_port -e $d/export"
-			fi
-			;;
-		ganesha)
-			mkdir -p "$d/export"
-			chmod 0777 "$d/export"
-			if sh "$top/tests/bench/ganesha.sh" start "$d/ganesha" "$d/export" \
-			    "$GANESHA_NFS_PORT" "$GANESHA_MNT_PORT" </dev/null 2>"$d/ganesha.err"; then
-				gdir="$d/ganesha"
-				target="-c $CLIENT -n $GANESHA_NFS_PORT -m $GANESHA_MNT_PORT -e $d/export"
-			else
-				start_error="ganesha did not start: $(tail -n 3 "$d/ganesha.err" | tr '\n' ' ')"
-			fi
-			;;
-		local)
-			mkdir -p "$d/export"
-			target="-l $d/export"
-			;;
-		*)
-			start_error="unknown kind $kind"
-			;;
-		esac
-		if [ -z "$target" ]; then
-			echo "bench-cthon: $label: $start_error" >&2
-			fail_record "$label" "$round" "$start_error"
-			stop_server
-			continue
+# 1. Every column's server, each on an export directory of its own. They
+# idle while another column is measured; the runs alternate between them
+# (below) so that a slow moment of this shared machine, or a disk made slow
+# by someone else's fsyncs, spreads over every column instead of landing on
+# one.
+while IFS='|' read -r label kind opts flags; do
+	[ -n "$label" ] || continue
+	d="$work/$label"
+	mkdir -p "$d"
+	start_error="" target="" handle=""
+	case "$kind" in
+	presto)
+		if start_presto "$d" "$opts" "$flags"; then
+			target="-c $CLIENT -n $nfs_port -m $mount_port -e $d/export"
+			handle=$pid
 		fi
-		# every column starts from a quiet disk
-		sync
-		echo "bench-cthon: round $round: $label" >&2
-		# shellcheck disable=SC2086
-		if timeout 900 "$CTHON" -t $target -r "$REPEAT" -L "$label" -w "$WHAT" </dev/null \
-		    >"$d/cthon.json" 2>"$d/cthon.err" || [ -s "$d/cthon.json" ]; then
-			python3 -c 'import json,sys
-r = json.loads(open(sys.argv[1]).read())
-r["round"] = int(sys.argv[2])
-print(json.dumps(r))' "$d/cthon.json" "$round" >>"$raw" ||
-			    fail_record "$label" "$round" "cthon printed no JSON"
+		;;
+	ganesha)
+		mkdir -p "$d/export"
+		chmod 0777 "$d/export"
+		if sh "$top/tests/bench/ganesha.sh" start "$d/ganesha" "$d/export" \
+		    "$GANESHA_NFS_PORT" "$GANESHA_MNT_PORT" </dev/null 2>"$d/ganesha.err"; then
+			handle="$d/ganesha"
+			target="-c $CLIENT -n $GANESHA_NFS_PORT -m $GANESHA_MNT_PORT -e $d/export"
 		else
-			fail_record "$label" "$round" "cthon failed: $(tail -n 3 "$d/cthon.err" | tr '\n' ' ')"
+			start_error="ganesha did not start: $(tail -n 3 "$d/ganesha.err" | tr '\n' ' ')"
 		fi
-		if grep -q '^FAIL' "$d/cthon.err"; then
-			echo "bench-cthon: $label: checks failed:" >&2
-			grep '^FAIL' "$d/cthon.err" >&2
-		fi
-		stop_server
-	done <<EOF
+		;;
+	local)
+		mkdir -p "$d/export"
+		target="-l $d/export"
+		handle=-
+		;;
+	*)
+		start_error="unknown kind $kind"
+		;;
+	esac
+	if [ -z "$target" ]; then
+		echo "bench-cthon: $label: $start_error" >&2
+		fail_record "$label" "$start_error"
+		continue
+	fi
+	printf '%s|%s|%s|%s\n' "$label" "$kind" "$target" "$handle" >>"$running"
+done <<COLUMNS_END
 $COLUMNS
-EOF
-	round=$((round + 1))
-done
+COLUMNS_END
+
+# run_all PHASE N WHAT -- N times, every column in turn: cthon -w WHAT
+run_all() {
+	phase=$1 n=$2 what=$3
+	k=1
+	while [ "$k" -le "$n" ]; do
+		while IFS='|' read -r label kind target handle; do
+			if [ "$kind" = presto ] && ! kill -0 "$handle" 2>/dev/null; then
+				continue
+			fi
+			o="$work/$label/cthon.$phase.$k"
+			# every run starts from a quiet disk
+			sync
+			echo "bench-cthon: $phase $k/$n: $label" >&2
+			# shellcheck disable=SC2086
+			timeout 900 "$CTHON" -t $target -L "$label" -w "$what" </dev/null \
+			    >"$o.json" 2>"$o.err"
+			if [ -s "$o.json" ]; then
+				python3 -c 'import json,sys
+r = json.loads(open(sys.argv[1]).read())
+r["phase"], r["run"] = sys.argv[2], int(sys.argv[3])
+print(json.dumps(r))' "$o.json" "$phase" "$k" >>"$raw" ||
+				    fail_record "$label" "$phase run $k: cthon printed no JSON"
+			else
+				fail_record "$label" "$phase run $k: cthon failed: $(tail -n 3 "$o.err" | tr '\n' ' ')"
+			fi
+			if grep -q '^FAIL' "$o.err"; then
+				echo "bench-cthon: $label: checks failed:" >&2
+				grep '^FAIL' "$o.err" >&2
+			fi
+		done <"$running"
+		k=$((k + 1))
+	done
+}
+
+# 2. The basic suite REPEAT times, then the experiments ROUNDS times, every
+# column in turn each time.
+case ",$WHAT," in
+*,basic,*) run_all basic "$REPEAT" basic ;;
+esac
+exps=$(printf '%s' "$WHAT" | tr ',' '\n' | grep -v '^basic$' | paste -sd, -)
+[ -z "$exps" ] || run_all experiments "$ROUNDS" "$exps"
+
+# 3. A presto-nfsd that died during the run fails its column.
+while IFS='|' read -r label kind target handle; do
+	if [ "$kind" = presto ] && ! kill -0 "$handle" 2>/dev/null; then
+		fail_record "$label" "presto-nfsd died during the run: $(tail -n 3 "$work/$label/presto-nfsd.log" | tr '\n' ' ')"
+	fi
+done <"$running"
+stop_servers
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out="$PRESTO_RESULTS/cthon-$stamp.json"
@@ -283,10 +324,11 @@ def med(values):
     return statistics.median(values) if values else None
 
 def row(label, key):
-    return med([r["rows"].get(key) for r in ok[label]])
+    return med([r["rows"].get(key) for r in ok[label] if r.get("rows")])
 
 def total(label):
-    return med([r.get("total") for r in ok[label] if r.get("rows")])
+    vals = [row(label, key) for _, key in rows]
+    return None if any(v is None for v in vals) else sum(vals)
 
 def tar(label, key):
     return med([r["tar"][key] for r in ok[label] if r.get("tar", {}).get("ok")])
@@ -311,8 +353,8 @@ def ratio(off, on):
     return "%.1fx" % (off / on)
 
 print("Connectathon basic tests (default parameters), seconds, lower is better;"
-      " NFS client: %s; each row the median of %s runs of the suite%s" %
-      (client, repeat, ", then the median of %s rounds" % rounds if int(rounds) > 1 else ""))
+      " NFS client: %s; each row the median of %s runs of the suite, the columns"
+      " taking turns" % (client, repeat))
 print()
 head = ["test"] + ["%s (s)" % names.get(l, l) for l in labels]
 if have_ratio:
@@ -390,9 +432,9 @@ for l in labels:
             print("%s: failed: %s" % (l, r["error"]))
         elif r.get("label") == l and r.get("failed"):
             print("%s: %d check(s) failed: %s" % (l, r["failed"], r.get("failures", "")))
-print("%s; client and servers share this %d-core machine; exports on %s." %
-      ("median of %s rounds" % rounds if int(rounds) > 1 else "one round",
-       os.cpu_count(), "the disk filesystem"))
+print("experiments: %s; client and servers share this %d-core machine; exports on"
+      " the disk filesystem." % ("median of %s rounds" % rounds if int(rounds) > 1 else "one round",
+                                 os.cpu_count()))
 print("results: %s" % out)
 PY
 rc=$?
