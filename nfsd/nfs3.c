@@ -860,6 +860,7 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 			c->txn.op.type = PLOG_CREATE;
 			log_obj(c, 0, &pc->dir, d);
 			pc->name = presto_name(&c->txn, 0, name);
+			presto_dir(&c->txn, d->fd);
 			pc->type = now.st_mode & S_IFMT;
 			pc->mode = now.st_mode & 07777;
 			pc->rdev_major = major(now.st_rdev);
@@ -1235,6 +1236,7 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 		log_obj(c, 0, &pr->dir, &d);
 		pr->name = presto_name(&c->txn, 0, name);
 		presto_kh(&c->txn, 1, &pr->victim, &vkh);
+		presto_dir(&c->txn, d.fd);
 		pr->isdir = rmdir;
 		c->txn.has_op = true;
 	}
@@ -1333,8 +1335,11 @@ static void nfs3_rename(struct call *c, void *a, void *r)
 		pr->fromname = presto_name(&c->txn, 0, fname);
 		log_obj(c, 1, &pr->todir, &td);
 		pr->toname = presto_name(&c->txn, 1, tname);
+		presto_dir(&c->txn, fd.fd);
+		presto_dir(&c->txn, td.fd);
 		presto_kh(&c->txn, 2, &pr->source, &skh);
-		pr->replaced = have_tkh && !(tst2.st_ino == sst.st_ino && tst2.st_dev == sst.st_dev);
+		pr->same_file = have_tkh && tst2.st_ino == sst.st_ino && tst2.st_dev == sst.st_dev;
+		pr->replaced = have_tkh && !pr->same_file;
 		if (pr->replaced) {
 			presto_kh(&c->txn, 3, &pr->target, &tkh);
 			pr->target_isdir = S_ISDIR(tst2.st_mode);
@@ -1417,6 +1422,7 @@ static void nfs3_link(struct call *c, void *a, void *r)
 		log_obj(c, 0, &pl->file, &f);
 		log_obj(c, 1, &pl->dir, &d);
 		pl->name = presto_name(&c->txn, 0, name);
+		presto_dir(&c->txn, d.fd);
 		c->txn.has_op = true;
 	}
 	res->status = commit_change(c, &d, d.fd, name);

@@ -33,12 +33,29 @@
  *   (later records and clients' old handles resolve through it).
  * - REMOVE/RMDIR: unlink only if the name still holds the recorded victim
  *   (directly or through a redirect).
- * - RENAME: rename only if the source name still holds the recorded object;
+ * - RENAME: rename only if the source name still holds the recorded object
+ *   (and if the target name holds it too, a replayed LINK brought the source
+ *   name back: unlink it, as rename(2) between two links does nothing);
  *   if it does not (applied) but the target name holds the object the rename
  *   replaced (brought back by an earlier replayed record), remove that.
  * - LINK: link only if the name is absent and the object exists.
  * A record whose objects no longer exist (removed by a later operation that
  * was applied) is skipped.
+ *
+ * Applied stamps. The rules above cannot tell "not applied" from "applied,
+ * then undone by a later record" when a name is absent, and acting on the
+ * wrong guess can move an object over a newer one. So every directory an
+ * operation changes carries a stamp, the extended attribute
+ * trusted.presto.lsn = {log uuid, LSN of the last record that changed it},
+ * set right after the append while the stripe locks still hold. Because a
+ * directory's operations are appended in the order they were applied, a
+ * stamp at or past a record's LSN (with the log's uuid) proves that the
+ * directory reflects that record: replay skips a namespace record when any
+ * directory it changed says so, and stamps the directories it changes
+ * itself. The stamp is written after the operation, so the journal of the
+ * backing filesystem never makes it durable before the operation; a stamp
+ * that is missing (a power cut between the two, or a filesystem without
+ * extended attributes) leaves the rules above to decide.
  */
 #include "nfsd/presto.h"
 
@@ -52,6 +69,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +97,7 @@ static struct {
 	char nvram_path[4096];
 	struct nvlog *log;
 	uint8_t verf[8];
+	uint8_t uuid[16];		/* the log's: part of every directory stamp */
 	pthread_mutex_t stripes[NSTRIPES];
 
 	/* run-time switches: export id -> off */
@@ -140,6 +159,57 @@ void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct f
 	dst->type = kh->type;
 	dst->bytes.bytes_len = kh->len;
 	dst->bytes.bytes_val = t->khs[slot];
+}
+
+#define STAMP_XATTR "trusted.presto.lsn"
+
+struct stamp {
+	uint8_t uuid[16];
+	uint64_t lsn;
+};
+
+/* stamp_set -- mark directory dirfd (any kind of descriptor) as changed by
+ * record lsn. Best effort: without a stamp replay falls back to its rules. */
+static void stamp_set(int dirfd, uint64_t lsn)
+{
+	struct stamp st;
+	char p[32];
+
+	memcpy(st.uuid, P.uuid, 16);
+	st.lsn = lsn;
+	vfs_proc_path(dirfd, p);
+	if (setxattr(p, STAMP_XATTR, &st, sizeof(st), 0) < 0 && errno != ENOTSUP) {
+		static long tok;
+		if (log_ratelimited(&tok))
+			log_warn("stamping a directory with LSN %llu", (unsigned long long)lsn);
+	}
+}
+
+/* stamp_covers -- whether dirfd's stamp proves it reflects record lsn. */
+static bool stamp_covers(int dirfd, uint64_t lsn)
+{
+	struct stamp st;
+	char p[32];
+
+	vfs_proc_path(dirfd, p);
+	if (getxattr(p, STAMP_XATTR, &st, sizeof(st)) != (ssize_t)sizeof(st))
+		return false;
+	return memcmp(st.uuid, P.uuid, 16) == 0 && st.lsn >= lsn;
+}
+
+void presto_dir(struct presto_txn *t, int dirfd)
+{
+	for (unsigned i = 0; i < t->ndirs; i++) {
+		struct stat a, b;
+		if (fstat(t->dirfds[i], &a) == 0 && fstat(dirfd, &b) == 0 && a.st_ino == b.st_ino &&
+		    a.st_dev == b.st_dev)
+			return;
+	}
+	if (t->ndirs < 2) {
+		int fd = dup(dirfd);
+		if (fd >= 0)
+			t->dirfds[t->ndirs++] = fd;
+	}
 }
 
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name)
@@ -467,6 +537,9 @@ void presto_abort(struct presto_txn *t)
 {
 	if (t->active)
 		unlock_stripes(t);
+	for (unsigned i = 0; i < t->ndirs; i++)
+		close(t->dirfds[i]);
+	t->ndirs = 0;
 	free(t->target);
 	t->target = NULL;
 	t->has_op = false;
@@ -512,8 +585,13 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 	xdr_destroy(&x);
 	rc = nvlog_append_nowait(P.log, (uint16_t)t->op.type, &iov, 1, &t->lsn);
 	free(buf);
-	if (rc == 0)
+	if (rc == 0) {
 		t->logged = true;
+		/* still under the stripe locks: no later record on these
+		 * directories can stamp them first */
+		for (unsigned i = 0; i < t->ndirs; i++)
+			stamp_set(t->dirfds[i], t->lsn);
+	}
 out:
 	if (rc < 0) {
 		static long tok;
@@ -690,7 +768,18 @@ struct replay_ctx {
 	struct xtab *xt;
 	bool apply;
 	uint64_t last_lsn;
+	uint64_t lsn;			/* of the record being replayed */
+	uint64_t stamped_skips;		/* namespace records a stamp proved applied */
 };
+
+/* stamped -- whether dirfd proves the current record applied; counts it. */
+static bool stamped(struct replay_ctx *rc, int dirfd)
+{
+	if (!stamp_covers(dirfd, rc->lsn))
+		return false;
+	rc->stamped_skips++;
+	return true;
+}
 
 /* resolve -- an O_PATH descriptor of a logged object, through a redirect
  * when its recorded handle went stale. -ESTALE when it does not exist. */
@@ -803,6 +892,8 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 
 	if (dfd < 0)
 		return dfd == -ESTALE ? 0 : dfd;	/* its directory went later */
+	if (stamped(rc, dfd))
+		goto out;
 	if (fstatat(dfd, c->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		goto out;			/* applied (maybe replaced later) */
 	plog_obj res = { c->dir.export_id, c->result };
@@ -832,6 +923,7 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 		e = -errno;
 		goto out;
 	}
+	stamp_set(dfd, rc->lsn);
 	e = replay_attr(nfd, &c->attr, (c->type & S_IFMT) == S_IFLNK);
 	struct fh_kernel old, now;
 	kh_from_plog(&c->result, &old);
@@ -852,9 +944,12 @@ static int replay_remove(struct replay_ctx *rc, const plog_remove *r)
 
 	if (dfd < 0)
 		return dfd == -ESTALE ? 0 : dfd;
-	if (same_object(r->dir.export_id, dfd, r->name, &r->victim) &&
-	    unlinkat(dfd, r->name, r->isdir ? AT_REMOVEDIR : 0) < 0)
-		e = -errno;
+	if (!stamped(rc, dfd) && same_object(r->dir.export_id, dfd, r->name, &r->victim)) {
+		if (unlinkat(dfd, r->name, r->isdir ? AT_REMOVEDIR : 0) < 0)
+			e = -errno;
+		else
+			stamp_set(dfd, rc->lsn);
+	}
 	close(dfd);
 	return e;
 }
@@ -871,9 +966,23 @@ static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
 		close(fdir);
 		return tdir == -ESTALE ? 0 : tdir;
 	}
-	if (same_object(r->fromdir.export_id, fdir, r->fromname, &r->source)) {
-		if (renameat(fdir, r->fromname, tdir, r->toname) < 0)
+	if (r->same_file) {
+		/* both names were links to one file: rename(2) did nothing */
+	} else if (stamped(rc, fdir) || stamped(rc, tdir)) {
+		/* applied */
+	} else if (same_object(r->fromdir.export_id, fdir, r->fromname, &r->source)) {
+		if (same_object(r->todir.export_id, tdir, r->toname, &r->source)) {
+			/* applied, and an earlier replayed LINK brought the old
+			 * name back: rename(2) would do nothing between two links
+			 * of one file, so finish the move by hand */
+			if (unlinkat(fdir, r->fromname, 0) < 0)
+				e = -errno;
+		} else if (renameat(fdir, r->fromname, tdir, r->toname) < 0) {
 			e = -errno;
+		} else {
+			stamp_set(fdir, rc->lsn);
+			stamp_set(tdir, rc->lsn);
+		}
 	} else if (r->replaced && same_object(r->todir.export_id, tdir, r->toname, &r->target) &&
 		   !same_object(r->todir.export_id, tdir, r->toname, &r->source)) {
 		/* applied already, but an earlier replayed record brought back
@@ -895,7 +1004,7 @@ static int replay_link(struct replay_ctx *rc, const plog_link *l)
 
 	if (dfd < 0)
 		return dfd == -ESTALE ? 0 : dfd;
-	if (fstatat(dfd, l->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if (stamped(rc, dfd) || fstatat(dfd, l->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		close(dfd);
 		return 0;
 	}
@@ -904,6 +1013,8 @@ static int replay_link(struct replay_ctx *rc, const plog_link *l)
 		vfs_proc_path(ffd, p);
 		if (linkat(AT_FDCWD, p, dfd, l->name, AT_SYMLINK_FOLLOW) < 0)
 			e = -errno;
+		else
+			stamp_set(dfd, rc->lsn);
 		close(ffd);
 	}
 	close(dfd);
@@ -918,6 +1029,7 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 	int e = 0;
 
 	rc->last_lsn = rec->lsn;
+	rc->lsn = rec->lsn;
 	CNT_ADD(rec_records, 1);
 	CNT_ADD(rec_bytes, rec->len);
 	memset(&r, 0, sizeof(r));
@@ -1014,6 +1126,7 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 		return -EIO;
 	}
 	memcpy(P.verf, &info.epoch, 8);
+	memcpy(P.uuid, info.uuid, 16);
 	P.state = "RECOVERING";
 	rd_load();
 
@@ -1055,10 +1168,11 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 			return rc;
 		}
 		P.rec_ns = rpc_now_ns() - t0;
-		log_info("recovery: %llu record(s), %llu byte(s), %llu redirect(s), %llu error(s) in %.1f ms",
+		log_info("recovery: %llu record(s), %llu byte(s), %llu proved applied by their "
+			 "directories' stamps, %llu redirect(s), %llu error(s) in %.1f ms",
 			 (unsigned long long)P.rec_records, (unsigned long long)P.rec_bytes,
-			 (unsigned long long)P.rec_redirects, (unsigned long long)P.rec_errors,
-			 (double)P.rec_ns / 1e6);
+			 (unsigned long long)rctx.stamped_skips, (unsigned long long)P.rec_redirects,
+			 (unsigned long long)P.rec_errors, (double)P.rec_ns / 1e6);
 	}
 	P.held = pc->no_destage;
 	P.state = "UP";
