@@ -354,10 +354,17 @@ static int server_start(int replay_always, int wait_ready)
 	if (!wait_ready)
 		return 0;
 
-	long long deadline = now_ms() + CR_READY_TIMEOUT_MS;
+	long long deadline = now_ms() + CR_READY_TIMEOUT_MS, slow = now_ms() + 3000;
 
 	while (now_ms() < deadline) {
 		char buf[8192];
+
+		if (slow && now_ms() > slow && !quiet) {
+			/* not a failure (yet): show where a slow start spends its time */
+			info("server start %d not ready after 3 s; its threads now:", srv.starts);
+			server_stacks();
+			slow = 0;
+		}
 		ssize_t n;
 		int status;
 
