@@ -53,12 +53,13 @@
  *                              seconds, Postmark transactions per second.
  *                              WHAT: basic,tar,postmark (default all)
  *
- * Two NFS clients: "libnfs" (libnfs's sync API, paths resolved from the root
- * by libnfs at every call) and "nfs3" (libnfs's raw API, one NFSv3 procedure
- * per operation on cached handles, as a kernel client; see "raw client"
- * below). The functional mode runs both; the timed mode uses nfs3 unless
- * told otherwise, so that the table measures the server's procedures rather
- * than libnfs's path walks.
+ * Three NFS clients: "libnfs" (libnfs's sync API, paths resolved from the
+ * root by libnfs at every call), "nfs3" (libnfs's raw API, one NFSv3
+ * procedure per operation on cached handles, as a kernel client) and
+ * "nfs3-ac" (the same with a kernel client's attribute and negative-name
+ * cache); see "raw client" below. The functional mode runs all three; the
+ * timed mode uses nfs3 unless told otherwise, so that the table measures the
+ * server's procedures rather than libnfs's path walks.
  *
  * Exit status: 0 when every check passed, 1 otherwise, 2 on bad usage.
  */
@@ -150,6 +151,7 @@ struct ct_file {
 	int fd;			/* local */
 	struct ct_fh kfh;	/* NFS through the raw client (struct ct_kc) */
 	int dirty;		/* raw client: UNSTABLE writes to COMMIT at close */
+	char kpath[256];	/* raw client: the path it was opened by */
 };
 
 struct ct_fs;
@@ -1614,6 +1616,14 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 		}
 		break;
 	}
+	case NFS3_LINK: {
+		LINK3res *l = data;
+
+		r->status = l->status;
+		if (l->status == NFS3_OK)
+			ct_copy_attr(r, &l->LINK3res_u.resok.file_attributes);
+		break;
+	}
 	case NFS3_FSSTAT: {
 		FSSTAT3res *f = data;
 
@@ -1939,15 +1949,27 @@ static const char *ct_nfsstat(int st)
  * call: open(O_CREAT|O_EXCL) is CREATE EXCLUSIVE then SETATTR of the mode,
  * other creates are UNCHECKED with the mode; writes are UNSTABLE and close
  * COMMITs them (close-to-open) unless every reply said the data was already
- * on stable storage (FILE_SYNC or DATA_SYNC); readdir is READDIRPLUS; stat of a known name
- * is GETATTR, of a new one LOOKUP. stat does not follow a symbolic link
- * (the tests never stat one through its link).
+ * on stable storage (FILE_SYNC or DATA_SYNC); readdir is READDIRPLUS; stat
+ * of a known name is GETATTR, of a new one LOOKUP. stat does not follow a
+ * symbolic link (the tests never stat one through its link).
+ *
+ * "nfs3-ac" adds what a kernel client's attribute cache does (actimeo 3 s):
+ * the post-op attributes of LOOKUP, CREATE, MKDIR, SYMLINK, SETATTR, LINK
+ * and GETATTR answer a stat for 3 s, names removed or renamed away answer
+ * ENOENT without a LOOKUP, and a WRITE, a REMOVE or a RENAME over a name
+ * forgets the attributes of the object they changed (of all its names).
+ * Every stat of "nfs3" reaches the server; "nfs3-ac" sends the server what a
+ * Connectathon run on a kernel mount sends it.
  */
 #define CT_KC_BUCKETS 4096
 
 struct ct_kc_ent {
 	struct ct_kc_ent *next;
 	struct ct_fh fh;
+	int negative;			/* a name known not to exist (nfs3-ac) */
+	int has_attr;			/* attr valid (nfs3-ac) */
+	double attr_t;			/* when attr or negative was learnt */
+	fattr3 attr;
 	char path[];
 };
 
@@ -1955,6 +1977,8 @@ struct ct_kc {
 	struct ct_raw raw;
 	struct ct_kc_ent *b[CT_KC_BUCKETS];
 	uint32_t verf;			/* CREATE EXCLUSIVE verifiers */
+	double actimeo;			/* nfs3-ac: attribute and negative-name cache
+					   lifetime in seconds; 0: no such cache */
 	struct ct_res r;		/* static for the lifetime of the context */
 };
 
@@ -1967,38 +1991,103 @@ static uint32_t ct_kc_hash(const char *p)
 	return h % CT_KC_BUCKETS;
 }
 
+static struct ct_kc_ent *ct_kc_find(struct ct_kc *kc, const char *path)
+{
+	for (struct ct_kc_ent *e = kc->b[ct_kc_hash(path)]; e; e = e->next)
+		if (!strcmp(e->path, path))
+			return e;
+	return NULL;
+}
+
 static int ct_kc_get(struct ct_kc *kc, const char *path, struct ct_fh *fh)
 {
+	struct ct_kc_ent *e;
+
 	if (!*path) {
 		*fh = kc->raw.root;
 		return 1;
 	}
-	for (struct ct_kc_ent *e = kc->b[ct_kc_hash(path)]; e; e = e->next)
-		if (!strcmp(e->path, path)) {
-			*fh = e->fh;
-			return 1;
-		}
-	return 0;
+	e = ct_kc_find(kc, path);
+	if (!e || e->negative)
+		return 0;
+	*fh = e->fh;
+	return 1;
 }
 
-static void ct_kc_put(struct ct_kc *kc, const char *path, const struct ct_fh *fh)
+static struct ct_kc_ent *ct_kc_put(struct ct_kc *kc, const char *path, const struct ct_fh *fh)
 {
 	uint32_t h = ct_kc_hash(path);
+	struct ct_kc_ent *e = ct_kc_find(kc, path);
+
+	if (!e) {
+		e = calloc(1, sizeof(*e) + strlen(path) + 1);
+		if (!e)
+			return NULL;
+		strcpy(e->path, path);
+		e->next = kc->b[h];
+		kc->b[h] = e;
+	}
+	if (e->negative || fh->len != e->fh.len || memcmp(fh->data, e->fh.data, fh->len))
+		e->has_attr = 0;
+	e->negative = 0;
+	e->fh = *fh;
+	return e;
+}
+
+/* ct_kc_attr -- nfs3-ac: attributes of PATH from a reply (post-op
+ * attributes, as a kernel client keeps them) */
+static void ct_kc_attr(struct ct_kc *kc, const char *path, const fattr3 *a)
+{
 	struct ct_kc_ent *e;
 
-	for (e = kc->b[h]; e; e = e->next)
-		if (!strcmp(e->path, path)) {
-			e->fh = *fh;
-			return;
-		}
-	e = malloc(sizeof(*e) + strlen(path) + 1);
-	if (!e)
+	if (!kc->actimeo || !path || !(e = ct_kc_find(kc, path)) || e->negative)
 		return;
-	e->fh = *fh;
-	strcpy(e->path, path);
-	e->next = kc->b[h];
-	kc->b[h] = e;
+	e->attr = *a;
+	e->has_attr = 1;
+	e->attr_t = ct_now();
 }
+
+/* ct_kc_unattr -- PATH's attributes changed in a way no reply told */
+static void ct_kc_unattr(struct ct_kc *kc, const char *path)
+{
+	struct ct_kc_ent *e = path && *path ? ct_kc_find(kc, path) : NULL;
+
+	if (e)
+		e->has_attr = 0;
+}
+
+/* ct_kc_unattr_obj -- nfs3-ac: PATH's object changed (its link count, by
+ * a REMOVE or a RENAME over it): forget the attributes of every name of
+ * that object, as a kernel client's inode holds them for all its names */
+static void ct_kc_unattr_obj(struct ct_kc *kc, const char *path)
+{
+	struct ct_kc_ent *e = kc->actimeo ? ct_kc_find(kc, path) : NULL;
+	struct ct_fh fh;
+
+	if (!e || e->negative)
+		return;
+	fh = e->fh;
+	for (int i = 0; i < CT_KC_BUCKETS; i++)
+		for (e = kc->b[i]; e; e = e->next)
+			if (!e->negative && e->fh.len == fh.len && !memcmp(e->fh.data, fh.data, fh.len))
+				e->has_attr = 0;
+}
+
+/* ct_kc_negative -- nfs3-ac: PATH is known not to exist */
+static void ct_kc_negative(struct ct_kc *kc, const char *path)
+{
+	struct ct_fh none = { 0 };
+	struct ct_kc_ent *e;
+
+	if (!kc->actimeo || !(e = ct_kc_put(kc, path, &none)))
+		return;
+	e->negative = 1;
+	e->attr_t = ct_now();
+}
+
+/* ct_kc_cached -- nfs3-ac: 0 and *st from fresh cached attributes,
+ * -ENOENT for a fresh negative name, 1 when the server must be asked */
+static int ct_kc_cached(struct ct_kc *kc, const char *path, struct ct_stat *st);
 
 /* ct_kc_drop -- forget PATH and, with TREE, every name below it */
 static void ct_kc_drop(struct ct_kc *kc, const char *path, int tree)
@@ -2079,11 +2168,19 @@ static int ct_kc_fh(struct ct_kc *kc, const char *path, struct ct_fh *fh, fattr3
 		*has_attr = 0;
 	if (ct_kc_get(kc, path, fh))
 		return 0;
+	if (kc->actimeo) {
+		struct ct_kc_ent *e = ct_kc_find(kc, path);
+
+		if (e && e->negative && ct_now() - e->attr_t < kc->actimeo)
+			return -ENOENT;
+	}
 	ct_kc_split(path, parent, sizeof(parent), &name);
 	rc = ct_kc_fh(kc, parent, &dir, NULL, NULL);
 	if (rc < 0)
 		return rc;
 	st = ct_raw_lookup(&kc->raw, &dir, name, &kc->r);
+	if (st == NFS3ERR_NOENT)
+		ct_kc_negative(kc, path);
 	if (st != NFS3_OK)
 		return ct_kc_errno(st);
 	*fh = kc->r.fh;
@@ -2092,6 +2189,8 @@ static int ct_kc_fh(struct ct_kc *kc, const char *path, struct ct_fh *fh, fattr3
 		*has_attr = 1;
 	}
 	ct_kc_put(kc, path, fh);
+	if (kc->r.has_attr)
+		ct_kc_attr(kc, path, &kc->r.attr);
 	return 0;
 }
 
@@ -2113,6 +2212,20 @@ static void ct_kc_st(struct ct_stat *st, const fattr3 *a)
 	st->nlink = a->nlink;
 }
 
+static int ct_kc_cached(struct ct_kc *kc, const char *path, struct ct_stat *st)
+{
+	struct ct_kc_ent *e;
+
+	if (!kc->actimeo || !*path || !(e = ct_kc_find(kc, path)) || ct_now() - e->attr_t >= kc->actimeo)
+		return 1;
+	if (e->negative)
+		return -ENOENT;
+	if (!e->has_attr)
+		return 1;
+	ct_kc_st(st, &e->attr);
+	return 0;
+}
+
 static int ct_kc_mkdir(struct ct_fs *fs, const char *path, int mode)
 {
 	struct ct_kc *kc = fs->kc;
@@ -2129,8 +2242,11 @@ static int ct_kc_mkdir(struct ct_fs *fs, const char *path, int mode)
 	a.attributes.mode.set_it = 1;
 	a.attributes.mode.set_mode3_u.mode = (mode3)mode;
 	st = ct_raw_call(&kc->raw, NFS3_MKDIR, &a, &kc->r);
-	if (st == NFS3_OK && kc->r.has_fh)
+	if (st == NFS3_OK && kc->r.has_fh) {
 		ct_kc_put(kc, path, &kc->r.fh);
+		if (kc->r.has_attr)
+			ct_kc_attr(kc, path, &kc->r.attr);
+	}
 	return ct_kc_errno(st);
 }
 
@@ -2147,19 +2263,29 @@ static int ct_kc_rmdir(struct ct_fs *fs, const char *path)
 	a.object.dir = ct_fh3(&dir);
 	a.object.name = (char *)name;
 	st = ct_raw_call(&kc->raw, NFS3_RMDIR, &a, &kc->r);
-	if (st == NFS3_OK)
-		ct_kc_drop(kc, path, 0);
+	if (st == NFS3_OK) {
+		ct_kc_drop(kc, path, 1);
+		ct_kc_negative(kc, path);
+	}
 	return ct_kc_errno(st);
 }
 
-static int ct_kc_setattr(struct ct_kc *kc, const struct ct_fh *fh, const sattr3 *attr)
+/* ct_kc_setattr -- SETATTR of FH (PATH when known: its cached attributes
+ * become the reply's post-op attributes) */
+static int ct_kc_setattr(struct ct_kc *kc, const struct ct_fh *fh, const char *path, const sattr3 *attr)
 {
 	SETATTR3args a;
+	int st;
 
 	memset(&a, 0, sizeof(a));
 	a.object = ct_fh3(fh);
 	a.new_attributes = *attr;
-	return ct_kc_errno(ct_raw_call(&kc->raw, NFS3_SETATTR, &a, &kc->r));
+	st = ct_raw_call(&kc->raw, NFS3_SETATTR, &a, &kc->r);
+	if (st == NFS3_OK && kc->r.has_attr)
+		ct_kc_attr(kc, path, &kc->r.attr);
+	else
+		ct_kc_unattr(kc, path);
+	return ct_kc_errno(st);
 }
 
 static int ct_kc_create(struct ct_fs *fs, const char *path, int flags, int mode, struct ct_file *f)
@@ -2194,9 +2320,12 @@ static int ct_kc_create(struct ct_fs *fs, const char *path, int flags, int mode,
 	st = ct_raw_call(&kc->raw, NFS3_CREATE, &a, &kc->r);
 	if (st != NFS3_OK)
 		return ct_kc_errno(st);
+	snprintf(f->kpath, sizeof(f->kpath), "%s", path);
 	if (kc->r.has_fh) {
 		f->kfh = kc->r.fh;
 		ct_kc_put(kc, path, &f->kfh);
+		if (kc->r.has_attr)
+			ct_kc_attr(kc, path, &kc->r.attr);
 	} else {
 		ct_kc_drop(kc, path, 0);
 		rc = ct_kc_fh(kc, path, &f->kfh, NULL, NULL);
@@ -2210,7 +2339,7 @@ static int ct_kc_create(struct ct_fs *fs, const char *path, int flags, int mode,
 		memset(&sa, 0, sizeof(sa));
 		sa.mode.set_it = 1;
 		sa.mode.set_mode3_u.mode = (mode3)mode;
-		return ct_kc_setattr(kc, &f->kfh, &sa);
+		return ct_kc_setattr(kc, &f->kfh, path, &sa);
 	}
 	return 0;
 }
@@ -2223,13 +2352,14 @@ static int ct_kc_open(struct ct_fs *fs, const char *path, int flags, struct ct_f
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
 	rc = ct_kc_fh(kc, path, &f->kfh, NULL, NULL);
+	snprintf(f->kpath, sizeof(f->kpath), "%s", path);
 	if (rc == 0 && (flags & O_TRUNC)) {
 		sattr3 sa;
 
 		memset(&sa, 0, sizeof(sa));
 		sa.size.set_it = 1;
 		sa.size.set_size3_u.size = 0;
-		rc = ct_kc_setattr(kc, &f->kfh, &sa);
+		rc = ct_kc_setattr(kc, &f->kfh, path, &sa);
 	}
 	return rc;
 }
@@ -2253,6 +2383,7 @@ static ssize_t ct_kc_pwrite(struct ct_fs *fs, struct ct_file *f, const void *buf
 	/* only data the server acknowledged as UNSTABLE needs a COMMIT */
 	if (kc->r.committed == UNSTABLE)
 		f->dirty = 1;
+	ct_kc_unattr(kc, f->kpath);
 	return kc->r.count;
 }
 
@@ -2298,7 +2429,7 @@ static int ct_kc_ftruncate(struct ct_fs *fs, struct ct_file *f, uint64_t len)
 	memset(&sa, 0, sizeof(sa));
 	sa.size.set_it = 1;
 	sa.size.set_size3_u.size = len;
-	return ct_kc_setattr(fs->kc, &f->kfh, &sa);
+	return ct_kc_setattr(fs->kc, &f->kfh, f->kpath, &sa);
 }
 
 static int ct_kc_close(struct ct_fs *fs, struct ct_file *f)
@@ -2320,8 +2451,13 @@ static int ct_kc_stat(struct ct_fs *fs, const char *path, struct ct_stat *st)
 	fattr3 attr;
 	int has_attr, rc;
 
+	rc = ct_kc_cached(kc, path, st);
+	if (rc <= 0)
+		return rc;
 	if (ct_kc_get(kc, path, &fh)) {
 		rc = ct_kc_getattr(kc, &fh, st);
+		if (rc == 0)
+			ct_kc_attr(kc, path, &kc->r.attr);
 		if (rc != -ESTALE)
 			return rc;
 		/* removed behind the cache's back (a test's raw call): look again */
@@ -2348,7 +2484,7 @@ static int ct_kc_chmod(struct ct_fs *fs, const char *path, int mode)
 	memset(&sa, 0, sizeof(sa));
 	sa.mode.set_it = 1;
 	sa.mode.set_mode3_u.mode = (mode3)mode;
-	return ct_kc_setattr(fs->kc, &fh, &sa);
+	return ct_kc_setattr(fs->kc, &fh, path, &sa);
 }
 
 static int ct_kc_utimes(struct ct_fs *fs, const char *path, time_t t)
@@ -2364,7 +2500,7 @@ static int ct_kc_utimes(struct ct_fs *fs, const char *path, time_t t)
 	sa.atime.set_atime_u.atime.seconds = (u_int)t;
 	sa.mtime.set_it = SET_TO_CLIENT_TIME;
 	sa.mtime.set_mtime_u.mtime.seconds = (u_int)t;
-	return ct_kc_setattr(fs->kc, &fh, &sa);
+	return ct_kc_setattr(fs->kc, &fh, path, &sa);
 }
 
 static int ct_kc_unlink(struct ct_fs *fs, const char *path)
@@ -2380,8 +2516,11 @@ static int ct_kc_unlink(struct ct_fs *fs, const char *path)
 	a.object.dir = ct_fh3(&dir);
 	a.object.name = (char *)name;
 	st = ct_raw_call(&kc->raw, NFS3_REMOVE, &a, &kc->r);
-	if (st == NFS3_OK)
+	if (st == NFS3_OK) {
+		ct_kc_unattr_obj(kc, path);
 		ct_kc_drop(kc, path, 0);
+		ct_kc_negative(kc, path);
+	}
 	return ct_kc_errno(st);
 }
 
@@ -2403,9 +2542,11 @@ static int ct_kc_rename(struct ct_fs *fs, const char *from, const char *to)
 	a.to.dir = ct_fh3(&tdir);
 	a.to.name = (char *)tname;
 	st = ct_raw_call(&kc->raw, NFS3_RENAME, &a, &kc->r);
-	if (st == NFS3_OK) {
+	if (st == NFS3_OK && strcmp(from, to)) {
+		ct_kc_unattr_obj(kc, to);
 		ct_kc_drop(kc, from, 1);
 		ct_kc_drop(kc, to, 1);
+		ct_kc_negative(kc, from);
 	}
 	return ct_kc_errno(st);
 }
@@ -2426,8 +2567,16 @@ static int ct_kc_link(struct ct_fs *fs, const char *from, const char *to)
 	a.link.dir = ct_fh3(&dir);
 	a.link.name = (char *)name;
 	rc = ct_kc_errno(ct_raw_call(&kc->raw, NFS3_LINK, &a, &kc->r));
-	if (rc == 0)
+	if (rc == 0) {
 		ct_kc_put(kc, to, &fh);
+		/* the link count changed: LINK's post-op attributes say how */
+		if (kc->r.has_attr) {
+			ct_kc_attr(kc, from, &kc->r.attr);
+			ct_kc_attr(kc, to, &kc->r.attr);
+		} else {
+			ct_kc_unattr(kc, from);
+		}
+	}
 	return rc;
 }
 
@@ -2448,8 +2597,11 @@ static int ct_kc_symlink(struct ct_fs *fs, const char *target, const char *path)
 	a.symlink.symlink_attributes.mode.set_mode3_u.mode = 0777;
 	a.symlink.symlink_data = (char *)target;
 	st = ct_raw_call(&kc->raw, NFS3_SYMLINK, &a, &kc->r);
-	if (st == NFS3_OK && kc->r.has_fh)
+	if (st == NFS3_OK && kc->r.has_fh) {
 		ct_kc_put(kc, path, &kc->r.fh);
+		if (kc->r.has_attr)
+			ct_kc_attr(kc, path, &kc->r.attr);
+	}
 	return ct_kc_errno(st);
 }
 
@@ -2539,18 +2691,20 @@ static const struct ct_ops ct_kc_ops = {
 	.readdir = ct_kc_readdir,
 };
 
-/* ct_fs_kc -- the raw client on EXPORT of 127.0.0.1; 0 or -1 */
-static int ct_fs_kc(struct ct_fs *fs, int nfs_port, int mount_port, const char *export)
+/* ct_fs_kc -- the raw client on EXPORT of 127.0.0.1, with an attribute and
+ * negative-name cache of ACTIMEO seconds (0: none); 0 or -1 */
+static int ct_fs_kc(struct ct_fs *fs, int nfs_port, int mount_port, const char *export, double actimeo)
 {
 	memset(fs, 0, sizeof(*fs));
 	fs->ops = &ct_kc_ops;
-	fs->kind = "nfs3";
+	fs->kind = actimeo > 0 ? "nfs3-ac" : "nfs3";
 	fs->nfs_port = nfs_port;
 	fs->mount_port = mount_port;
 	snprintf(fs->base, sizeof(fs->base), "%s", export);
 	fs->kc = calloc(1, sizeof(*fs->kc));
 	if (!fs->kc)
 		return -1;
+	fs->kc->actimeo = actimeo;
 	if (ct_raw_open(&fs->kc->raw, nfs_port, mount_port, export) < 0) {
 		fprintf(stderr, "cthon: MOUNT %s or the NFS connection failed\n", export);
 		free(fs->kc);
@@ -4111,7 +4265,8 @@ static void ct_functional_client(struct ct_ctx *total, struct ct_server *s, cons
 	ct_ctx_init(&c, &fs, label, &ct_quick_params);
 	c.quiet = total->quiet;
 	rc = !strcmp(client, "libnfs") ? ct_fs_nfs(&fs, s->nfs_port, s->mount_port, s->export)
-				       : ct_fs_kc(&fs, s->nfs_port, s->mount_port, s->export);
+				       : ct_fs_kc(&fs, s->nfs_port, s->mount_port, s->export,
+						  !strcmp(client, "nfs3-ac") ? 3.0 : 0);
 	if (rc < 0) {
 		ct_fail(&c, "could not mount %s", s->export);
 		ct_report(&c, "mount", -1, NULL);
@@ -4152,6 +4307,7 @@ static void ct_functional_server(struct ct_ctx *total, const char *base, const c
 	}
 	ct_functional_client(total, &s, "libnfs");
 	ct_functional_client(total, &s, "nfs3");
+	ct_functional_client(total, &s, "nfs3-ac");
 	rc = ct_server_stop(&s);
 	if (rc < 0)
 		ct_fail(&c, "presto-nfsd did not exit with status 0 on SIGTERM");
@@ -4387,7 +4543,7 @@ static void ct_usage(void)
 {
 	fprintf(stderr,
 		"usage: cthon [-q]                       functional tests (starts presto-nfsd)\n"
-		"       cthon -t -n NFSPORT -m MNTPORT -e EXPORT [-c nfs3|libnfs] [-r N] [-L LABEL] [-w WHAT]\n"
+		"       cthon -t -n NFSPORT -m MNTPORT -e EXPORT [-c nfs3|nfs3-ac|libnfs] [-r N] [-L LABEL] [-w WHAT]\n"
 		"       cthon -t -l DIR [-r N] [-L LABEL] [-w WHAT]\n"
 		"  -r N: the basic suite N times (at most 15), each row's median\n"
 		"  WHAT: a list of basic,tar,postmark (default: all)\n");
@@ -4428,12 +4584,13 @@ int main(int argc, char **argv)
 	if (local) {
 		ct_fs_local(&fs, local);
 	} else if (export && nfs_port > 0 && mount_port > 0) {
-		if (strcmp(client, "libnfs") && strcmp(client, "nfs3")) {
+		if (strcmp(client, "libnfs") && strcmp(client, "nfs3") && strcmp(client, "nfs3-ac")) {
 			ct_usage();
 			return 2;
 		}
 		if ((!strcmp(client, "libnfs") ? ct_fs_nfs(&fs, nfs_port, mount_port, export)
-					       : ct_fs_kc(&fs, nfs_port, mount_port, export)) < 0)
+					       : ct_fs_kc(&fs, nfs_port, mount_port, export,
+							  !strcmp(client, "nfs3-ac") ? 3.0 : 0)) < 0)
 			return 1;
 	} else {
 		ct_usage();
