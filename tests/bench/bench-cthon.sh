@@ -41,8 +41,11 @@
 #   PRESTO_CTHON_COLUMNS  the columns, see COLUMNS
 #   PRESTO_CTHON_WHAT     what cthon runs: basic,tar,postmark (all)
 #   PRESTO_CTHON_CLIENT   nfs3 (one procedure per operation on cached
-#                         handles, as a kernel client) or libnfs (libnfs's
-#                         sync API, which walks every path from the root)
+#                         handles, as a kernel client; every stat reaches
+#                         the server), nfs3-ac (the same with a kernel
+#                         client's 3 s attribute and negative-name cache) or
+#                         libnfs (libnfs's sync API, which walks every path
+#                         from the root)
 #   PRESTO_BENCH_DIR      where the exports go ($PRESTO_TOP/var, a disk
 #                         filesystem; never /dev/shm)
 set -u
