@@ -4,6 +4,7 @@
  *
  *   crash_nfs [--mode scenarios,kill,fulllog|powercut] [--presto auto|on|off]
  *             [--kills N] [--time-limit SEC] [--workers N] [--seed S]
+ *             [--replay auto|always|mixed] [--minimize SEC] [--script S]
  *             [--export DIR --loopdev DEV --image FILE --copy FILE]  (powercut)
  *
  * kill      Several clients (one TCP connection each, one operation in flight
@@ -47,10 +48,18 @@
  * so the checks must pass too; in powercut mode the copy is then taken after
  * the kill (there is no log to bring back what a copy would lose).
  *
+ * An unanswered WRITE may also have left a prefix of its data (a SIGKILL
+ * stops the kernel between pages).
+ *
  * Output: one line per mode, "crash-kill: N passed, N failed" etc.
- * (tests/run.sh sums them). Failures print the operation, what was expected,
- * what was found and the tail of the server's log. Everything is bounded:
- * --time-limit per mode, a watchdog, 10 s per RPC.
+ * (tests/run.sh sums them). A failure prints what was expected and what was
+ * found per name, the client's last ops on that object or name (with the
+ * kills and restarts between), and the tail of the server's log. After a
+ * kill-mode failure the failing client's ops, replayed alone on a fresh
+ * server, are shortened (ddmin, --minimize SEC) to a "--mode scenarios
+ * --script '...'" command that still fails. Everything is bounded:
+ * --time-limit per mode, --minimize, a watchdog, 10 s per RPC, 20 s per
+ * start. See tests/crash/README.md.
  */
 #include <dirent.h>
 #include <errno.h>
