@@ -3038,7 +3038,8 @@ static int mode_kill(void)
 	if (!any_enabled())
 		info("kill: stopped after %ld kills: every client's subtree had failed", ST.kills);
 	else if (ST.kills < 30 && ST.kills < cfg.kills)
-		failf("only %ld kills within %d s (at least 30 wanted)", ST.kills, cfg.time_limit);
+		failf("only %ld kills within %d s (at least 30 wanted); a restart took %lld ms on average, %lld at most",
+		      ST.kills, cfg.time_limit, ST.readies ? ST.ready_ms_sum / ST.readies : 0, ST.ready_ms_max);
 	if (ST.acked < 100)
 		failf("only %ld acknowledged operations", ST.acked);
 	cleanup();
