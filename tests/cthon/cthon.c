@@ -707,6 +707,7 @@ struct ct_ctx {
 	char msg[CT_MSG];		/* the failure of the current check */
 	int passed, failed;
 	int quiet;
+	FILE *out;			/* PASS/FAIL lines (timed mode: stderr) */
 	char *failures;			/* timed mode: the failures, for the JSON */
 	size_t failures_len;
 };
@@ -734,10 +735,11 @@ static void ct_report(struct ct_ctx *c, const char *name, int rc, const char *wh
 	if (rc == 0) {
 		c->passed++;
 		if (!c->quiet)
-			printf("PASS %s %s%s%s\n", c->label, name, what ? ": " : "", what ? what : "");
+			fprintf(c->out, "PASS %s %s%s%s\n", c->label, name, what ? ": " : "",
+				what ? what : "");
 	} else {
 		c->failed++;
-		printf("FAIL %s %s: %s\n", c->label, name, c->msg);
+		fprintf(c->out, "FAIL %s %s: %s\n", c->label, name, c->msg);
 		if (c->failures_len < 4096) {
 			char line[CT_MSG + 128];
 			int n = snprintf(line, sizeof(line), "%s%s: %s", c->failures_len ? "; " : "",
@@ -751,7 +753,7 @@ static void ct_report(struct ct_ctx *c, const char *name, int rc, const char *wh
 			}
 		}
 	}
-	fflush(stdout);
+	fflush(c->out);
 	c->msg[0] = '\0';
 }
 
@@ -4250,6 +4252,7 @@ static void ct_ctx_init(struct ct_ctx *c, struct ct_fs *fs, const char *label, c
 	c->fs = fs;
 	c->label = label;
 	c->p = *p;
+	c->out = stdout;
 }
 
 /* ct_functional_client -- the basic and special tests through one client */
@@ -4412,17 +4415,10 @@ static int ct_timed(struct ct_fs *fs, const char *label, const char *what, int r
 	c.quiet = 1;
 	memset(alldone, 0, sizeof(alldone));
 	/* the checks' lines go to stderr: stdout carries the JSON only */
+	c.out = stderr;
 	for (int k = 0; do_basic && k < repeat; k++) {
-		fflush(stdout);
-		int saved = dup(1);
-
 		memset(c.done, 0, sizeof(c.done));
-		if (saved >= 0 && dup2(2, 1) >= 0) {
-			ct_run_basic(&c);
-			fflush(stdout);
-			dup2(saved, 1);
-			close(saved);
-		}
+		ct_run_basic(&c);
 		memcpy(all[k], c.secs, sizeof(c.secs));
 		memcpy(alldone[k], c.done, sizeof(c.done));
 	}
@@ -4462,28 +4458,12 @@ static int ct_timed(struct ct_fs *fs, const char *label, const char *what, int r
 				}
 			}
 		}
-		fflush(stdout);
-		int saved = dup(1);
-
-		if (saved >= 0 && dup2(2, 1) >= 0) {
-			ct_report(&c, "tar x, rm -rf", tar_ok ? 0 : -1, NULL);
-			fflush(stdout);
-			dup2(saved, 1);
-			close(saved);
-		}
+		ct_report(&c, "tar x, rm -rf", tar_ok ? 0 : -1, NULL);
 	}
 	if (do_pm) {
 		ct_rm_rf(fs, PM_DIR);
 		pm_ok = ct_postmark(&c, &pm) == 0;
-		fflush(stdout);
-		int saved = dup(1);
-
-		if (saved >= 0 && dup2(2, 1) >= 0) {
-			ct_report(&c, "postmark", pm_ok ? 0 : -1, NULL);
-			fflush(stdout);
-			dup2(saved, 1);
-			close(saved);
-		}
+		ct_report(&c, "postmark", pm_ok ? 0 : -1, NULL);
 	}
 	printf("{\"label\":");
 	ct_json_str(stdout, label);
