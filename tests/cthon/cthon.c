@@ -1516,6 +1516,16 @@ static void ct_copy_attr(struct ct_res *r, const post_op_attr *a)
 	}
 }
 
+/* ct_copy_new -- the handle and attributes of a CREATE, MKDIR or SYMLINK */
+static void ct_copy_new(struct ct_res *r, const post_op_fh3 *fh, const post_op_attr *a)
+{
+	if (fh->handle_follows) {
+		r->has_fh = 1;
+		ct_copy_fh(&r->fh, &fh->post_op_fh3_u.handle);
+	}
+	ct_copy_attr(r, a);
+}
+
 static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
 	struct ct_res *r = priv;
@@ -1567,39 +1577,24 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 		CREATE3res *c = data;
 
 		r->status = c->status;
-		if (c->status == NFS3_OK) {
-			if (c->CREATE3res_u.resok.obj.handle_follows) {
-				r->has_fh = 1;
-				ct_copy_fh(&r->fh, &c->CREATE3res_u.resok.obj.post_op_fh3_u.handle);
-			}
-			ct_copy_attr(r, &c->CREATE3res_u.resok.obj_attributes);
-		}
+		if (c->status == NFS3_OK)
+			ct_copy_new(r, &c->CREATE3res_u.resok.obj, &c->CREATE3res_u.resok.obj_attributes);
 		break;
 	}
 	case NFS3_MKDIR: {
 		MKDIR3res *m = data;
 
 		r->status = m->status;
-		if (m->status == NFS3_OK) {
-			if (m->MKDIR3res_u.resok.obj.handle_follows) {
-				r->has_fh = 1;
-				ct_copy_fh(&r->fh, &m->MKDIR3res_u.resok.obj.post_op_fh3_u.handle);
-			}
-			ct_copy_attr(r, &m->MKDIR3res_u.resok.obj_attributes);
-		}
+		if (m->status == NFS3_OK)
+			ct_copy_new(r, &m->MKDIR3res_u.resok.obj, &m->MKDIR3res_u.resok.obj_attributes);
 		break;
 	}
 	case NFS3_SYMLINK: {
 		SYMLINK3res *m = data;
 
 		r->status = m->status;
-		if (m->status == NFS3_OK) {
-			if (m->SYMLINK3res_u.resok.obj.handle_follows) {
-				r->has_fh = 1;
-				ct_copy_fh(&r->fh, &m->SYMLINK3res_u.resok.obj.post_op_fh3_u.handle);
-			}
-			ct_copy_attr(r, &m->SYMLINK3res_u.resok.obj_attributes);
-		}
+		if (m->status == NFS3_OK)
+			ct_copy_new(r, &m->SYMLINK3res_u.resok.obj, &m->SYMLINK3res_u.resok.obj_attributes);
 		break;
 	}
 	case NFS3_READLINK: {
