@@ -505,20 +505,38 @@ static void cleanup(void)
 	srv.dir[0] = '\0';
 }
 
-static void watchdog(int sig)
+/* emergency -- SIGALRM (the watchdog), SIGTERM, SIGINT: kill the server,
+ * thaw, remove the run's files; only async-signal-safe calls (kill, fork,
+ * execv, waitpid, unlink, write) */
+static void emergency(int sig)
 {
-	static const char msg[] = "crash_nfs: watchdog expired\n0 passed, 1 failed\n";
+	static const char alarm_msg[] = "crash_nfs: watchdog expired\n0 passed, 1 failed\n";
+	static const char term_msg[] = "crash_nfs: stopped by a signal\n0 passed, 1 failed\n";
+	pid_t p = -1;
 
-	(void)sig;
-	if (write(1, msg, sizeof(msg) - 1) < 0) {
+	if (sig == SIGALRM) {
+		if (write(1, alarm_msg, sizeof(alarm_msg) - 1) < 0) {
+			/* nothing to do */
+		}
+	} else if (write(1, term_msg, sizeof(term_msg) - 1) < 0) {
 		/* nothing to do */
 	}
 	if (srv.pid > 0)
 		kill(srv.pid, SIGKILL);
-	if (frozen && fork() == 0) {
+	if (frozen && (p = fork()) == 0) {
 		execlp("fsfreeze", "fsfreeze", "-u", cfg.export_dir, (char *)NULL);
 		_exit(127);
-	}
+	} else if (frozen && p > 0)
+		waitpid(p, NULL, 0);
+	if (srv.nvram[0])
+		unlink(srv.nvram);
+	if (srv.dir[0] && !getenv("CRASH_KEEP") && (p = fork()) == 0) {
+		char *argv[] = { "rm", "-rf", srv.dir, NULL };
+
+		execv("/bin/rm", argv);
+		_exit(127);
+	} else if (srv.dir[0] && p > 0)
+		waitpid(p, NULL, 0);
 	_exit(1);
 }
 
@@ -3702,7 +3720,9 @@ int main(int argc, char **argv)
 	info("seed %" PRIu64 " (CRASH_SEED=%" PRIu64 " repeats the choices), presto %s, server %s/presto-nfsd",
 	     cfg.seed, cfg.seed, cfg.presto ? "on" : "off", cfg.bin);
 	signal(SIGPIPE, SIG_IGN);
-	signal(SIGALRM, watchdog);
+	signal(SIGALRM, emergency);
+	signal(SIGTERM, emergency);
+	signal(SIGINT, emergency);
 	atexit(cleanup);
 
 	for (tok = strtok_r(cfg.modes, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
