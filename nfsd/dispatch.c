@@ -201,6 +201,36 @@ static const struct rpc_proc *find_proc(struct rpc_req *req, struct call *c)
 	return &t[c->proc];
 }
 
+bool dispatch_inline_ok(const struct rpc_req *req)
+{
+	/* xid, direction, rpcvers, prog, vers, proc: fixed offsets */
+	if (req->len < 24)
+		return false;
+	const uint8_t *b = req->buf;
+	uint32_t prog = (uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 | (uint32_t)b[14] << 8 | b[15];
+	uint32_t vers = (uint32_t)b[16] << 24 | (uint32_t)b[17] << 16 | (uint32_t)b[18] << 8 | b[19];
+	uint32_t proc = (uint32_t)b[20] << 24 | (uint32_t)b[21] << 16 | (uint32_t)b[22] << 8 | b[23];
+
+	if (prog != NFS_PROGRAM_NUM || vers != 3)
+		return prog == MOUNT_PROGRAM_NUM && proc == 0;
+	/* Attribute and name lookups that the inode and dentry caches answer.
+	 * Not READ (it may wait for the disk), nothing that modifies (it may
+	 * wait for the log or fsync). */
+	switch (proc) {
+	case 0:		/* NULL */
+	case 1:		/* GETATTR */
+	case 3:		/* LOOKUP */
+	case 4:		/* ACCESS */
+	case 5:		/* READLINK */
+	case 18:	/* FSSTAT */
+	case 19:	/* FSINFO */
+	case 20:	/* PATHCONF */
+		return true;
+	default:
+		return false;
+	}
+}
+
 void dispatch(struct rpc_req *req)
 {
 	struct call c;

@@ -311,7 +311,7 @@ int main(int argc, char **argv)
 			cache = rl.rlim_cur > 1536 ? (unsigned)(rl.rlim_cur - 1024) / 3 : 0;
 	}
 	fdcache_init(cache);
-	if ((rc = rpc_init(conf.threads, dispatch)) < 0) {
+	if ((rc = rpc_init(conf.threads, dispatch, dispatch_inline_ok)) < 0) {
 		errno = -rc;
 		log_warn("RPC transport");
 		return 1;

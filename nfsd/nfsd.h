@@ -82,6 +82,9 @@ extern const unsigned mount1_nprocs;
 
 /* dispatch -- the worker entry point: decode, authenticate, run, reply. */
 void dispatch(struct rpc_req *req);
+/* dispatch_inline_ok -- whether req may run on the event loop thread: the
+ * procedures served from the inode and dentry caches (see dispatch.c). */
+bool dispatch_inline_ok(const struct rpc_req *req);
 
 /* addr_to_string -- numeric text of a socket address (no port). */
 const char *addr_to_string(const struct sockaddr *sa, char *buf, size_t len);

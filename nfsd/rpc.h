@@ -51,8 +51,11 @@ typedef void (*rpc_dispatch_fn)(struct rpc_req *req);
  * has only lo). Returns 0 or -EINVAL. */
 int rpc_listen_addr(const char *addr, unsigned port, struct rpc_listen *l);
 
-/* rpc_init -- create the event loop and nthreads workers that call fn. */
-int rpc_init(unsigned nthreads, rpc_dispatch_fn fn);
+/* rpc_init -- create the event loop and nthreads workers that call fn.
+ * inline_ok, if given, picks the calls cheap enough to run on the event
+ * loop thread itself (no hand-off to a worker: one wake-up less per call);
+ * they must never wait for the disk or for the log. */
+int rpc_init(unsigned nthreads, rpc_dispatch_fn fn, bool (*inline_ok)(const struct rpc_req *req));
 /* rpc_add_listener -- bind and listen on l (port 0: ephemeral; the chosen
  * port is written back into l). Returns 0 or -errno. */
 int rpc_add_listener(struct rpc_listen *l);

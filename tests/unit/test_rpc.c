@@ -198,7 +198,7 @@ static void test_listener_ephemeral_port(void **state)
 	struct rpc_listen l4, l6, dup;
 	(void)state;
 
-	assert_int_equal(rpc_init(1, dispatch_none), 0);
+	assert_int_equal(rpc_init(1, dispatch_none, NULL), 0);
 	assert_int_equal(rpc_listen_addr("127.0.0.1", 0, &l4), 0);
 	assert_int_equal(rpc_add_listener(&l4), 0);
 	unsigned p4 = ntohs(((struct sockaddr_in *)&l4.addr)->sin_port);
