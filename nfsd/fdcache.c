@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,16 +83,20 @@ static void lru_push(struct fdcache_ref *e)
 		C.lru_tail = e;
 }
 
+void fdcache_close_later(int fd);
+
 /* unref_locked -- drop one reference; returns the fd to close (or -1). */
 static int unref_locked(struct fdcache_ref *e)
 {
 	if (--e->refs > 0)
 		return -1;
 	int fd = e->fd;
+	/* the O_PATH descriptor is returned for the caller to close; the data
+	 * descriptors go to the reaper (their close may evict the inode) */
 	if (e->rfd >= 0)
-		close(e->rfd);
+		fdcache_close_later(e->rfd);
 	if (e->wfd >= 0)
-		close(e->wfd);
+		fdcache_close_later(e->wfd);
 	free(e);
 	return fd;
 }
@@ -192,8 +197,7 @@ void fdcache_put(struct fdcache_ref *ref)
 	pthread_mutex_lock(&C.lock);
 	int fd = unref_locked(ref);
 	pthread_mutex_unlock(&C.lock);
-	if (fd >= 0)
-		close(fd);
+	fdcache_close_later(fd);
 }
 
 void fdcache_forget(struct fdcache_ref *ref)
@@ -201,8 +205,7 @@ void fdcache_forget(struct fdcache_ref *ref)
 	pthread_mutex_lock(&C.lock);
 	int fd = remove_locked(ref);
 	pthread_mutex_unlock(&C.lock);
-	if (fd >= 0)
-		close(fd);
+	fdcache_close_later(fd);
 }
 
 int fdcache_data_fd(struct fdcache_ref *ref, int flags)
@@ -225,6 +228,85 @@ int fdcache_data_fd(struct fdcache_ref *ref, int flags)
 	return fd;
 }
 
+/* ---- the reaper: closes that may evict an inode, off the request path ---- */
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int *fds;
+	size_t n, cap;
+	bool running, stop;
+	pthread_t thread;
+} Rp = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void *reaper_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&Rp.lock);
+	for (;;) {
+		while (Rp.n == 0 && !Rp.stop)
+			pthread_cond_wait(&Rp.cond, &Rp.lock);
+		if (Rp.n == 0 && Rp.stop)
+			break;
+		int fd = Rp.fds[--Rp.n];
+		pthread_mutex_unlock(&Rp.lock);
+		close(fd);
+		pthread_mutex_lock(&Rp.lock);
+	}
+	pthread_mutex_unlock(&Rp.lock);
+	return NULL;
+}
+
+void fdcache_close_later(int fd)
+{
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&Rp.lock);
+	if (!Rp.running && !Rp.stop) {
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		Rp.running = pthread_create(&Rp.thread, NULL, reaper_main, NULL) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	/* bounded: past 4096 queued closes (the disk is far behind), close
+	 * here and let this call wait rather than grow without limit */
+	if (!Rp.running || Rp.n >= 4096) {
+		pthread_mutex_unlock(&Rp.lock);
+		close(fd);
+		return;
+	}
+	if (Rp.n == Rp.cap) {
+		size_t cap = Rp.cap ? Rp.cap * 2 : 64;
+		int *n = realloc(Rp.fds, cap * sizeof(*n));
+		if (!n) {
+			pthread_mutex_unlock(&Rp.lock);
+			close(fd);
+			return;
+		}
+		Rp.fds = n;
+		Rp.cap = cap;
+	}
+	Rp.fds[Rp.n++] = fd;
+	pthread_cond_signal(&Rp.cond);
+	pthread_mutex_unlock(&Rp.lock);
+}
+
+void fdcache_stop_reaper(void)
+{
+	pthread_mutex_lock(&Rp.lock);
+	Rp.stop = true;
+	bool running = Rp.running;
+	pthread_cond_signal(&Rp.cond);
+	pthread_mutex_unlock(&Rp.lock);
+	if (running)
+		pthread_join(Rp.thread, NULL);
+	Rp.running = false;
+	free(Rp.fds);
+	Rp.fds = NULL;
+	Rp.n = Rp.cap = 0;
+}
+
 void fdcache_drop(uint32_t export_id, const struct fh_kernel *kh)
 {
 	int fd = -1;
@@ -237,8 +319,7 @@ void fdcache_drop(uint32_t export_id, const struct fh_kernel *kh)
 		}
 	}
 	pthread_mutex_unlock(&C.lock);
-	if (fd >= 0)
-		close(fd);
+	fdcache_close_later(fd);
 }
 
 void fdcache_clear(void)

@@ -37,6 +37,12 @@ int fdcache_data_fd(struct fdcache_ref *ref, int flags);
 /* fdcache_drop -- forget the entry of kh if cached (its object lost a name:
  * do not keep a deleted inode alive in the cache). */
 void fdcache_drop(uint32_t export_id, const struct fh_kernel *kh);
+/* fdcache_close_later -- close fd on the reaper thread. The last close of
+ * an unlinked inode evicts it, and eviction waits for any writeback of its
+ * pages that a destage started: a REMOVE must not wait for that disk I/O. */
+void fdcache_close_later(int fd);
+/* fdcache_stop_reaper -- close what is queued and stop the reaper. */
+void fdcache_stop_reaper(void);
 /* fdcache_clear -- drop every unused entry (exports reloaded, shut-down). */
 void fdcache_clear(void);
 

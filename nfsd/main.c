@@ -368,6 +368,7 @@ int main(int argc, char **argv)
 	rpc_shutdown();
 	presto_close();
 	fdcache_clear();
+	fdcache_stop_reaper();
 	xtab_install(NULL);
 	log_info("stopped");
 	return 0;

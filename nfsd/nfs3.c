@@ -1224,10 +1224,16 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 		st = vfs_nfserr(errno);
 		goto done;
 	}
+	/* a reference to the victim keeps its eviction (which waits for any
+	 * writeback of its pages) out of this call: the reaper drops it */
+	int hold = openat(d.fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (unlinkat(d.fd, name, rmdir ? AT_REMOVEDIR : 0) < 0) {
 		st = vfs_nfserr(errno);
+		if (hold >= 0)
+			close(hold);
 		goto done;
 	}
+	fdcache_close_later(hold);
 	if (have_victim)
 		fdcache_drop(d.xe->e->id, &vkh);
 	if (c->txn.active) {
@@ -1322,10 +1328,14 @@ static void nfs3_rename(struct call *c, void *a, void *r)
 	struct stat tst2;
 	bool have_tkh = fh_of(td.fd, tname, &tkh, NULL) == 0 &&
 			fstatat(td.fd, tname, &tst2, AT_SYMLINK_NOFOLLOW) == 0;
+	int hold = have_tkh ? openat(td.fd, tname, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
 	if (renameat(fd.fd, fname, td.fd, tname) < 0) {
 		res->status = vfs_nfserr(errno);
+		if (hold >= 0)
+			close(hold);
 		goto done;
 	}
+	fdcache_close_later(hold);	/* the replaced object: evicted off this call */
 	if (have_tkh)
 		fdcache_drop(td.xe->e->id, &tkh);	/* replaced: maybe its last name */
 	if (c->txn.active) {
