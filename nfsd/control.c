@@ -487,6 +487,30 @@ static int cmd_reload(json_t *req, json_t *rep, char *err, size_t errlen)
 	return 0;
 }
 
+/* cmd_hold -- {"cmd":"hold","hold":true|false}: hold the destager (records
+ * stay in the log until released or the log is 90% full) or release it.
+ * For operators and for tests that simulate a power cut. */
+static int cmd_hold(json_t *req, json_t *rep, char *err, size_t errlen)
+{
+	json_t *h = json_object_get(req, "hold");
+	struct presto_stats ps;
+
+	if (h && !json_is_boolean(h)) {
+		snprintf(err, errlen, "\"hold\" must be true or false");
+		return -EINVAL;
+	}
+	presto_get_stats(&ps);
+	if (!ps.log_open) {
+		snprintf(err, errlen, "no NVRAM log is open: presto-nfsd was started without one");
+		return -ENODEV;
+	}
+	bool hold = !h || json_is_true(h);
+	presto_hold(hold);
+	log_info("control: destager %s", hold ? "held" : "released");
+	json_object_set_new(rep, "held", json_boolean(hold));
+	return 0;
+}
+
 /* One table drives the protocol. */
 static const struct ctl_cmd ctl_cmds[] = {
 	{ .name = "ping", .fn = cmd_ping },
@@ -498,6 +522,7 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{ .name = "disable", .fn = cmd_disable, .slow = true },
 	{ .name = "flush", .fn = cmd_flush, .slow = true },
 	{ .name = "reload", .fn = cmd_reload, .slow = true },
+	{ .name = "hold", .fn = cmd_hold },
 };
 
 /* ctl_answer -- the reply line to req (NULL: it did not parse; err says

@@ -440,6 +440,17 @@ def test_protocol(srv):
            b'{"cmd":"exports","id":4}\n')
     ids = [c.recv_line()["id"] for _ in range(4)]
     check("pipelined requests answered in order", ids == [1, 2, 3, 4], str(ids))
+    # hold: release the destager, see it in status, hold it again
+    a = c.call({"cmd": "hold", "hold": False})
+    check("hold false: released", a["ok"] is True and a["held"] is False, str(a))
+    st = c.call({"cmd": "status"})
+    check("status after release: held false", st["held"] is False, str(st.get("held")))
+    a = c.call({"cmd": "hold", "hold": True})
+    check("hold true: held", a["ok"] is True and a["held"] is True, str(a))
+    st = c.call({"cmd": "status"})
+    check("status after hold: held true", st["held"] is True, str(st.get("held")))
+    a = c.call({"cmd": "hold", "hold": "yes"})
+    check("hold with a non-boolean: error", a["ok"] is False and "hold" in a["error"], str(a))
     c.close()
 
     # a request without its newline, then a half-close: still answered
