@@ -2008,6 +2008,14 @@ static struct stats {
 	long by_kind[OP_NKINDS];
 } ST;
 
+/* Powercut: the log must still hold everything since the copy when the
+ * server is killed. A full log destages (even with --no-destage) and trims,
+ * and a copy older than that destage is no longer a state a power cut could
+ * leave. So each cycle writes at most this many bytes (about, with 512 for
+ * each op's record) and then stops (if wbudget_on). */
+static long long wbudget;
+static int wbudget_on;
+
 static void workers_close(void)
 {
 	for (int i = 0; i < cfg.workers; i++)
@@ -2080,6 +2088,8 @@ static void worker_reply(struct worker *w)
 			return;
 		}
 	}
+	if (wbudget_on)
+		wbudget -= (op->kind == OP_WRITE ? op->len : 0) + 512;
 	hist_add_op(op, "");
 	if (recording) {
 		char step[400];
@@ -2130,6 +2140,9 @@ static void run_workload(long long deadline_ms, long long hook_ms, void (*hook)(
 
 	while (now_ms() < deadline_ms) {
 		int n = 0, idx[CR_WORKERS_MAX], active = 0;
+
+		if (wbudget_on && wbudget <= 0)
+			break;		/* the cycle's bytes are written */
 
 		if (hook && hook_ms && now_ms() >= hook_ms) {
 			hook();
@@ -3070,6 +3083,20 @@ static int mode_kill(void)
 
 /* ---------------------------------------------------------- power cut */
 
+/* size_bytes -- "64M", "1G", "512k", "4096" */
+static long long size_bytes(const char *v)
+{
+	char *end;
+	long long n = strtoll(v, &end, 10);
+
+	switch (*end) {
+	case 'k': case 'K': return n << 10;
+	case 'm': case 'M': return n << 20;
+	case 'g': case 'G': return n << 30;
+	default: return n;
+	}
+}
+
 static int run_cmd(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int run_cmd(const char *fmt, ...)
 {
@@ -3137,6 +3164,8 @@ static int mode_powercut(void)
 		int before = rnd(3) == 0;
 
 		ST.cycles++;
+		wbudget_on = cfg.presto;
+		wbudget = size_bytes(cfg.nvram_size) * 2 / 5;
 		if (!cfg.presto && !early) {
 			/* no log: a copy taken before the kill would lose acknowledged
 			 * work; take it at the kill instead (CRASH_POWERCUT_EARLY=1 does
@@ -3163,6 +3192,7 @@ static int mode_powercut(void)
 		if (restart_and_check(1, when) < 0)
 			break;
 	}
+	wbudget_on = 0;
 	disconnect_all();
 	server_stop();
 	print_stats("powercut", t0);
