@@ -90,7 +90,7 @@ static struct {
 	pthread_cond_t qcond;
 	struct rpc_req *qhead, *qtail;
 	bool quit_workers;
-	int spinner;			/* atomic: a worker is polling the queue */
+
 	int stopping;			/* atomic */
 	int pending;			/* atomic: requests not yet finished */
 	/* The loop thread drops a closed connection's loop reference only
@@ -149,28 +149,8 @@ static void worker_enqueue(struct rpc_req *req)
 	else
 		R.qhead = req;
 	R.qtail = req;
-	/* a spinning worker takes it without a wake-up; it re-checks the
-	 * queue under this lock before it sleeps, so nothing is stranded */
-	if (!__atomic_load_n(&R.spinner, __ATOMIC_ACQUIRE))
-		pthread_cond_signal(&R.qcond);
+	pthread_cond_signal(&R.qcond);
 	pthread_mutex_unlock(&R.qlock);
-}
-
-/* worker_spin -- one idle worker at a time polls the queue for a short
- * while before sleeping: a call that follows soon is taken without waking
- * a sleeping thread (which costs tens of microseconds on a VM). */
-static void worker_spin(void)
-{
-	int expected = 0;
-
-	if (!__atomic_compare_exchange_n(&R.spinner, &expected, 1, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
-		return;
-	uint64_t until = rpc_now_ns() + RPC_BUSY_POLL_NS;
-	while (!__atomic_load_n(&R.qhead, __ATOMIC_ACQUIRE) && !R.quit_workers &&
-	       rpc_now_ns() < until)
-		__builtin_ia32_pause();
-	__atomic_store_n(&R.spinner, 0, __ATOMIC_RELEASE);
 }
 
 static void *worker_main(void *arg)
@@ -179,8 +159,6 @@ static void *worker_main(void *arg)
 	for (;;) {
 		struct rpc_req *req;
 
-		if (!__atomic_load_n(&R.qhead, __ATOMIC_ACQUIRE))
-			worker_spin();
 		pthread_mutex_lock(&R.qlock);
 		while (!R.qhead && !R.quit_workers)
 			pthread_cond_wait(&R.qcond, &R.qlock);
@@ -204,6 +182,7 @@ int rpc_init(unsigned nthreads, rpc_dispatch_fn fn, bool (*inline_ok)(const stru
 
 	R.dispatch = fn;
 	R.inline_ok = inline_ok;
+
 	pthread_mutex_init(&R.qlock, NULL);
 	pthread_mutex_init(&R.conns_lock, NULL);
 	pthread_cond_init(&R.qcond, NULL);
