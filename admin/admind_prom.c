@@ -4,8 +4,9 @@
  *
  * Names follow the Prometheus conventions: a presto_ prefix, base units
  * (seconds, bytes, ratios 0..1), _total on counters. Procedure latency comes
- * from presto-nfsd as mean, p50 and p99 per procedure, so it is a summary
- * (quantile 0.5 and 0.99, _sum and _count); the records per persist come as
+ * from presto-nfsd as cumulative counts at fixed boundaries per procedure
+ * (the "stats" answer's le_counts at latency_le_us), so it is a histogram
+ * (_bucket, _sum, _count); the records per persist come as
  * power-of-two buckets (nvlog.h: bucket i holds 2^(i-1) < n <= 2^i, the
  * last one everything above), so they are a histogram with le = 1, 2, 4, ...
  * Counters restart from zero after `presto -R` or POST /api/stats/reset,
@@ -159,17 +160,23 @@ char *admind_prometheus(json_t *snap)
 		     "NFSv3 and MOUNT calls served, by procedure.", "count", 1);
 	procs_family(f, procs, "presto_nfs_request_errors_total", "counter",
 		     "Calls answered with an error status, by procedure.", "errors", 1);
-	head(f, "presto_nfs_request_duration_seconds", "summary",
+	head(f, "presto_nfs_request_duration_seconds", "histogram",
 	     "Service time of calls since the statistics were reset, by procedure.");
+	json_t *bounds = json_object_get(stats, "latency_le_us");
 	json_array_foreach(procs, i, p) {
-		static const struct { const char *q, *key; } qs[] = {
-			{ "0.5", "p50_us" }, { "0.99", "p99_us" } };
+		json_t *counts = json_object_get(p, "le_counts");
+		size_t k;
+		json_t *b;
 
-		for (size_t k = 0; k < 2; k++) {
-			fprintf(f, "presto_nfs_request_duration_seconds{proc=\"");
+		json_array_foreach(bounds, k, b) {
+			fprintf(f, "presto_nfs_request_duration_seconds_bucket{proc=\"");
 			label(f, json_string_value(json_object_get(p, "name")));
-			fprintf(f, "\",quantile=\"%s\"} %.12g\n", qs[k].q, num(p, qs[k].key) / 1e6);
+			fprintf(f, "\",le=\"%.6g\"} %.12g\n", (double)json_integer_value(b) / 1e6,
+				(double)json_integer_value(json_array_get(counts, k)));
 		}
+		fprintf(f, "presto_nfs_request_duration_seconds_bucket{proc=\"");
+		label(f, json_string_value(json_object_get(p, "name")));
+		fprintf(f, "\",le=\"+Inf\"} %.12g\n", num(p, "count"));
 		fprintf(f, "presto_nfs_request_duration_seconds_sum{proc=\"");
 		label(f, json_string_value(json_object_get(p, "name")));
 		fprintf(f, "\"} %.12g\n", num(p, "mean_us") * num(p, "count") / 1e6);

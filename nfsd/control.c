@@ -276,6 +276,10 @@ static int cmd_status(json_t *req, json_t *rep, char *err, size_t errlen)
 	return 0;
 }
 
+/* Latency histogram boundaries (microseconds) of the "stats" answer. */
+static const uint64_t latency_le_us[] = { 10, 25, 50, 100, 250, 500, 1000, 2500, 5000,
+					  10000, 25000, 50000, 100000, 250000, 1000000 };
+
 static int cmd_stats(json_t *req, json_t *rep, char *err, size_t errlen)
 {
 	struct presto_stats ps;
@@ -300,9 +304,19 @@ static int cmd_stats(json_t *req, json_t *rep, char *err, size_t errlen)
 		json_object_set_new(p, "mean_us", json_real(sp[i].count ? (double)sp[i].sum_ns / (double)sp[i].count / 1e3 : 0));
 		json_object_set_new(p, "p50_us", json_real((double)stats_percentile(&sp[i], 0.50) / 1e3));
 		json_object_set_new(p, "p99_us", json_real((double)stats_percentile(&sp[i], 0.99) / 1e3));
+		/* cumulative counts at latency_le_us[]: a histogram for /metrics */
+		json_t *le = json_array();
+		for (size_t k = 0; k < sizeof(latency_le_us) / sizeof(latency_le_us[0]); k++)
+			json_array_append_new(le, json_integer((json_int_t)stats_count_le(
+							   &sp[i], latency_le_us[k] * 1000ull)));
+		json_object_set_new(p, "le_counts", le);
 		json_array_append_new(procs, p);
 	}
 	json_object_set_new(rep, "procs", procs);
+	json_t *bounds = json_array();
+	for (size_t k = 0; k < sizeof(latency_le_us) / sizeof(latency_le_us[0]); k++)
+		json_array_append_new(bounds, json_integer((json_int_t)latency_le_us[k]));
+	json_object_set_new(rep, "latency_le_us", bounds);
 
 	set_u64(lg, "appends", ps.appends);
 	set_u64(lg, "append_bytes", ps.append_bytes);

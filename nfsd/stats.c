@@ -91,3 +91,12 @@ uint64_t stats_percentile(const struct stats_proc *p, double q)
 	}
 	return bucket_upper(STATS_BUCKETS - 1);
 }
+
+uint64_t stats_count_le(const struct stats_proc *p, uint64_t ns)
+{
+	uint64_t n = 0;
+
+	for (unsigned b = 0; b < STATS_BUCKETS && bucket_upper(b) <= ns; b++)
+		n += p->hist[b];
+	return n;
+}

@@ -28,6 +28,10 @@ void stats_reset(void);
 /* stats_percentile -- the q-quantile (0..1) of p's latency in ns (the upper
  * bound of the bucket that holds it); 0 when empty. */
 uint64_t stats_percentile(const struct stats_proc *p, double q);
+/* stats_count_le -- calls of p whose latency bucket lies wholly at or below
+ * ns (a Prometheus histogram's cumulative "le" count; each of our buckets
+ * is at most 25% wide, so it falls within 25% of the boundary). */
+uint64_t stats_count_le(const struct stats_proc *p, uint64_t ns);
 /* stats_bucket -- histogram index of a latency in ns (exposed for tests). */
 unsigned stats_bucket(uint64_t ns);
 /* stats_proc_name -- "GETATTR", "MNT", ... for idx. */

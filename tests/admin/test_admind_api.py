@@ -317,9 +317,16 @@ def run(tmp, nvram, procs):
           "GET /metrics parses as the Prometheus text format", bad[:3])
     check(types.get("presto_nfs_requests_total") == "counter" and samples.get('presto_nfs_requests_total{proc="WRITE"}', 0) > 0,
           "presto_nfs_requests_total{proc} is a counter with the WRITE calls")
-    check(types.get("presto_nfs_request_duration_seconds") == "summary"
-          and 'presto_nfs_request_duration_seconds{proc="WRITE",quantile="0.99"}' in samples,
-          "latency is a summary in seconds with quantiles 0.5 and 0.99")
+    check(types.get("presto_nfs_request_duration_seconds") == "histogram"
+          and 'presto_nfs_request_duration_seconds_bucket{proc="WRITE",le="+Inf"}' in samples
+          and 'presto_nfs_request_duration_seconds_bucket{proc="WRITE",le="0.001"}' in samples,
+          "latency is a histogram in seconds (_bucket with le, +Inf)")
+    wb = sorted((float(k.split('le="')[1].split('"')[0]), v) for k, v in samples.items()
+                if k.startswith('presto_nfs_request_duration_seconds_bucket{proc="WRITE",'))
+    check("latency buckets are cumulative, +Inf equals _count",
+          all(wb[i][1] <= wb[i + 1][1] for i in range(len(wb) - 1))
+          and wb and wb[-1][1] == samples.get('presto_nfs_request_duration_seconds_count{proc="WRITE"}'),
+          str(wb[-3:]))
     buckets = [(k, v) for k, v in samples.items() if k.startswith("presto_log_records_per_persist_bucket")]
     vals = [v for _, v in buckets]
     check(types.get("presto_log_records_per_persist") == "histogram" and len(buckets) == 12

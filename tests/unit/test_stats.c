@@ -354,6 +354,35 @@ static void test_names(void **state)
 	assert_string_equal(stats_proc_name(1 << 30), "?");
 }
 
+/* stats_count_le: cumulative, never counts a call above the boundary, and
+ * counts every call at or below 80% of it (buckets are at most 25% wide). */
+static void test_count_le(void **state)
+{
+	struct stats_proc p;
+	static const uint64_t lat[] = { 900, 5000, 12000, 40000, 90000, 2000000 };
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	for (size_t i = 0; i < sizeof(lat) / sizeof(lat[0]); i++)
+		p.hist[stats_bucket(lat[i])]++;
+	uint64_t prev = 0;
+	for (uint64_t le = 1000; le <= 4000000; le *= 2) {
+		uint64_t n = stats_count_le(&p, le), above = 0, surely = 0;
+		for (size_t i = 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
+			if (lat[i] <= le)
+				above++;
+			if (lat[i] * 5 <= le * 4)
+				surely++;
+		}
+		assert_true(n >= prev);
+		assert_true(n <= above);
+		assert_true(n >= surely);
+		prev = n;
+	}
+	assert_int_equal(stats_count_le(&p, UINT64_MAX), 6);
+	assert_int_equal(stats_count_le(&p, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -366,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_percentile_single_and_empty),
 		cmocka_unit_test(test_record_snapshot_reset),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_count_le),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
