@@ -466,6 +466,7 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 			const sattr3 *sa = &args->new_attributes;
 			c->txn.op.type = PLOG_SETATTR;
 			log_obj(c, 0, &ps->obj, &o);
+			presto_dir(&c->txn, o.fd);
 			log_attr(&ps->attr, &now, S_ISREG(now.st_mode));
 			ps->attr.set_mode = sa->mode.set_it;
 			ps->attr.set_uid = sa->uid.set_it;
@@ -752,6 +753,7 @@ static void nfs3_write(struct call *c, void *a, void *r)
 		plog_write *pw = &c->txn.op.plog_op_u.write;
 		c->txn.op.type = PLOG_WRITE;
 		log_obj(c, 0, &pw->file, &o);
+		presto_dir(&c->txn, o.fd);
 		pw->offset = args->offset;
 		pw->data.data_len = args->data.data_len;
 		pw->data.data_val = args->data.data_val;

@@ -56,6 +56,14 @@
  * backing filesystem never makes it durable before the operation; a stamp
  * that is missing (a power cut between the two, or a filesystem without
  * extended attributes) leaves the rules above to decide.
+ * Regular files carry the same stamp for WRITE and SETATTR. It lets a replay
+ * onto a tree whose page cache survived (same boot: --replay=always after a
+ * crash of the process) skip the records a file already reflects, so that
+ * an operation applied but never logged (the process died between apply and
+ * append, e.g. a truncation) is not mixed with older writes. After a reboot
+ * file stamps are not trusted: the journal orders metadata, not the data of
+ * overwrites, so a stamp could be durable without the data it vouches for;
+ * every WRITE and SETATTR is then applied again.
  */
 #include "nfsd/presto.h"
 
@@ -98,6 +106,7 @@ static struct {
 	struct nvlog *log;
 	uint8_t verf[8];
 	uint8_t uuid[16];		/* the log's: part of every directory stamp */
+	bool trust_file_stamps;		/* the page cache survived (same boot) */
 	pthread_mutex_t stripes[NSTRIPES];
 
 	/* run-time switches: export id -> off */
@@ -199,13 +208,16 @@ static bool stamp_covers(int dirfd, uint64_t lsn)
 
 void presto_dir(struct presto_txn *t, int dirfd)
 {
+	struct stat b;
+
+	if (fstat(dirfd, &b) < 0 || !(S_ISDIR(b.st_mode) || S_ISREG(b.st_mode)))
+		return;
 	for (unsigned i = 0; i < t->ndirs; i++) {
-		struct stat a, b;
-		if (fstat(t->dirfds[i], &a) == 0 && fstat(dirfd, &b) == 0 && a.st_ino == b.st_ino &&
-		    a.st_dev == b.st_dev)
+		struct stat a;
+		if (fstat(t->dirfds[i], &a) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
 			return;
 	}
-	if (t->ndirs < 2) {
+	if (t->ndirs < PRESTO_MAX_OBJS) {
 		int fd = dup(dirfd);
 		if (fd >= 0)
 			t->dirfds[t->ndirs++] = fd;
@@ -861,6 +873,10 @@ static int replay_write(struct replay_ctx *rc, const plog_write *w)
 
 	if (fd < 0)
 		return fd == -ESTALE ? 0 : fd;	/* removed later */
+	if (P.trust_file_stamps && stamped(rc, fd)) {
+		close(fd);
+		return 0;
+	}
 	vfs_proc_path(fd, p);
 	int wfd = open(p, O_WRONLY | O_CLOEXEC);
 	close(fd);
@@ -868,6 +884,8 @@ static int replay_write(struct replay_ctx *rc, const plog_write *w)
 		return -errno;
 	ssize_t n = pwrite(wfd, w->data.data_val, w->data.data_len, (off_t)w->offset);
 	int e = n < 0 ? -errno : (size_t)n != w->data.data_len ? -EIO : 0;
+	if (e == 0)
+		stamp_set(wfd, rc->lsn);
 	close(wfd);
 	return e;
 }
@@ -879,7 +897,13 @@ static int replay_setattr(struct replay_ctx *rc, const plog_setattr *s)
 
 	if (fd < 0)
 		return fd == -ESTALE ? 0 : fd;
+	if (P.trust_file_stamps && stamped(rc, fd)) {
+		close(fd);
+		return 0;
+	}
 	int e = fstat(fd, &st) < 0 ? -errno : replay_attr(fd, &s->attr, S_ISLNK(st.st_mode));
+	if (e == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+		stamp_set(fd, rc->lsn);
 	close(fd);
 	return e;
 }
@@ -1127,6 +1151,7 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 	}
 	memcpy(P.verf, &info.epoch, 8);
 	memcpy(P.uuid, info.uuid, 16);
+	P.trust_file_stamps = !info.boot_id_changed;
 	P.state = "RECOVERING";
 	rd_load();
 

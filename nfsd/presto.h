@@ -66,7 +66,7 @@ struct presto_txn {
 	char names[2][PLOG_NAME_MAX + 1];
 	char khs[PRESTO_MAX_OBJS][PLOG_KH_MAX];
 	char *target;			/* symlink target (owned) */
-	int dirfds[2];			/* directories changed (dup'ed, owned) */
+	int dirfds[PRESTO_MAX_OBJS];	/* objects to stamp (dup'ed, owned) */
 	unsigned ndirs;
 	uint64_t lsn;
 };
@@ -96,9 +96,9 @@ int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, uns
 /* presto_kh -- fill *dst with kernel handle kh, stored in t's slot. */
 struct fh_kernel;
 void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct fh_kernel *kh);
-/* presto_dir -- a directory the operation changes: once the record is
- * appended, the directory is stamped with its LSN (see presto.c, "Applied
- * stamps"). */
+/* presto_dir -- a directory (or regular file) the operation changes: once
+ * the record is appended, it is stamped with the record's LSN (see presto.c,
+ * "Applied stamps"). Other kinds of objects are not stamped. */
 void presto_dir(struct presto_txn *t, int dirfd);
 /* presto_name -- a NUL-terminated copy of name in t's name slot. */
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name);
