@@ -133,7 +133,7 @@ static struct {
 
 	const char *state;
 	/* counters (relaxed atomics) */
-	uint64_t jukebox, destage_runs, destage_errors, destage_ns_total, destage_ns_last;
+	uint64_t jukebox, space_waits, destage_runs, destage_errors, destage_ns_total, destage_ns_last;
 	uint64_t destage_bytes, commits_avoided, log_fallbacks, wait_ns_total;
 	uint64_t rec_records, rec_bytes, rec_ns, rec_redirects, rec_errors;
 	bool rec_replayed;
@@ -495,6 +495,7 @@ int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, uns
 	if (free_bytes < est_bytes + SPACE_SLACK) {
 		/* full: the destager makes room; wait for it, bounded */
 		uint64_t deadline = rpc_now_ns() + (uint64_t)P.conf.full_wait_ms * 1000000ull;
+		CNT_ADD(space_waits, 1);
 		kick_destager();
 		for (;;) {
 			log_space(&free_bytes);
@@ -1266,7 +1267,9 @@ void presto_get_stats(struct presto_stats *out)
 		out->persists = s.persists;
 		out->persist_errors = s.persist_errors;
 		memcpy(out->batch_hist, s.batch_hist, sizeof(out->batch_hist));
-		out->full_waits = s.full_waits;
+		/* waits for room before applying (presto_begin) and inside the
+		 * log's append */
+		out->full_waits = s.full_waits + LD(space_waits);
 		out->full_timeouts = s.full_timeouts;
 	} else {
 		out->nvram_kind = "none";
@@ -1294,6 +1297,7 @@ void presto_reset_stats(void)
 	if (P.log)
 		nvlog_stats_reset(P.log);
 	__atomic_store_n(&P.jukebox, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.space_waits, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.destage_runs, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.destage_errors, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.destage_ns_total, 0, __ATOMIC_RELAXED);
