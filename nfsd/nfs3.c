@@ -88,15 +88,29 @@ static nfsstat3 obj_get(struct call *c, const nfs_fh3 *fh, struct obj *o)
 	if (!exports_port_ok(&cl->opts, peer))
 		return NFS3ERR_PERM;
 	o->opts = &cl->opts;
-	for (int pass = 0;; pass++) {
+	for (int pass = 0, tries = 0;; pass++) {
 		int fd = fdcache_get(id, &kh, o->xe->root_fd, &o->ref);
 		if (fd >= 0) {
 			o->fd = fd;
 			break;
 		}
 		o->ref = NULL;
-		if (fd != -ESTALE && fd != -ENOENT && fd != -EINVAL)
-			return vfs_nfserr(fd);
+		if (fd == -ENOMEM && ++tries < 3) {
+			/* seen right after a power-cut replay: the kernel could
+			 * not decode a valid handle for a moment; try again, and
+			 * if it persists tell the client to retry later */
+			pass--;
+			usleep(1000);
+			continue;
+		}
+		if (fd != -ESTALE && fd != -ENOENT && fd != -EINVAL) {
+			static long tok;
+			if (log_ratelimited(&tok)) {
+				errno = -fd;
+				log_warn("open_by_handle_at in export %s", o->xe->e->path);
+			}
+			return fd == -ENOMEM ? NFS3ERR_JUKEBOX : vfs_nfserr(fd);
+		}
 		/* replay re-created the object under a new inode: the client's
 		 * handle stands for it through a durable redirect */
 		struct fh_kernel n;
