@@ -1027,170 +1027,144 @@ out:
 	obj_put(&d);
 }
 
-/* ---- MKDIR (9) ---- */
+/* ---- MKDIR (9), SYMLINK (10), MKNOD (11) ---- */
+
+/* node -- what MKDIR, SYMLINK and MKNOD create. */
+struct node {
+	nfsstat3 refuse;		/* not NFS3_OK: answer this after the
+					 * directory is resolved (for its wcc) */
+	mode_t type;			/* S_IFDIR, S_IFLNK, S_IFCHR, S_IFBLK, ... */
+	mode_t mode;
+	dev_t rdev;
+	const char *target;		/* symlinks */
+	const sattr3 *sa;
+};
+
+/* node_create -- the body the three share: resolve the directory, create,
+ * set the attributes, describe it for the log, and fill the result. Their
+ * resok parts are laid out alike (obj, obj_attributes, dir_wcc), as are
+ * their resfail parts (dir_wcc); ok is the resok, ok_size its size. */
+static nfsstat3 node_create(struct call *c, const diropargs3 *where, const struct node *n,
+			    post_op_fh3 *pfh, post_op_attr *pa, wcc_data *ok_wcc, wcc_data *fail_wcc,
+			    void *ok, size_t ok_size)
+{
+	struct obj d = OBJ_INIT;
+	char name[NAME_MAX + 1];
+	struct stat before;
+	bool have_before = false;
+	int rc;
+	nfsstat3 st = create_begin(c, where, &d, name);
+
+	if (d.fd >= 0) {
+		before = d.st;
+		have_before = true;
+	}
+	if (st == NFS3_OK)
+		st = n->refuse;
+	if (st != NFS3_OK)
+		goto fail;
+	switch (n->type) {
+	case S_IFDIR:
+		rc = mkdirat(d.fd, name, n->mode);
+		break;
+	case S_IFLNK:
+		/* stored as the client gave it; the server never follows it
+		 * (every lookup is O_NOFOLLOW on one component) */
+		rc = symlinkat(n->target, d.fd, name);
+		break;
+	default:
+		rc = mknodat(d.fd, name, n->type | n->mode, n->rdev);
+		break;
+	}
+	if (rc < 0) {
+		st = vfs_nfserr(errno);
+		goto fail;
+	}
+	if (n->type == S_IFLNK && c->txn.active) {
+		/* the txn owns its copy of the target until the append */
+		c->txn.target = strdup(n->target);
+		c->txn.op.plog_op_u.create.target = c->txn.target;
+	}
+	sattr3 rest = sattr_rest(n->sa);
+	rest.size.set_it = FALSE;
+	st = create_finish(c, &d, name, &rest, true, pfh, pa);
+	if (st != NFS3_OK) {
+		xdr_free(XDRPROC(xdr_post_op_fh3), (char *)pfh);
+		memset(ok, 0, ok_size);
+		goto fail;
+	}
+	vfs_wcc(ok_wcc, &before, d.fd, obj_fsid(&d));
+	goto out;
+fail:
+	if (d.xe)
+		vfs_wcc(fail_wcc, have_before ? &before : NULL, d.fd, obj_fsid(&d));
+out:
+	obj_put(&d);
+	return st;
+}
 
 static void nfs3_mkdir(struct call *c, void *a, void *r)
 {
 	MKDIR3args *args = a;
 	MKDIR3res *res = r;
 	MKDIR3resok *ok = &res->MKDIR3res_u.resok;
-	struct obj d = OBJ_INIT;
-	char name[NAME_MAX + 1];
-	struct stat before;
-	bool have_before = false;
+	const sattr3 *sa = &args->attributes;
+	struct node n = { .type = S_IFDIR, .sa = sa,
+			  .mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0755 };
 
-	res->status = create_begin(c, &args->where, &d, name);
-	if (d.fd >= 0) {
-		before = d.st;
-		have_before = true;
-	}
-	if (res->status != NFS3_OK)
-		goto fail;
-	mode_t mode = args->attributes.mode.set_it ? args->attributes.mode.set_mode3_u.mode & 07777 : 0755;
-	if (mkdirat(d.fd, name, mode) < 0) {
-		res->status = vfs_nfserr(errno);
-		goto fail;
-	}
-	sattr3 rest = sattr_rest(&args->attributes);
-	rest.size.set_it = FALSE;
-	res->status = create_finish(c, &d, name, &rest, true, &ok->obj, &ok->obj_attributes);
-	if (res->status != NFS3_OK) {
-		xdr_free(XDRPROC(xdr_post_op_fh3), (char *)&ok->obj);
-		memset(ok, 0, sizeof(*ok));
-		goto fail;
-	}
-	vfs_wcc(&ok->dir_wcc, &before, d.fd, obj_fsid(&d));
-	goto out;
-fail:
-	if (d.xe)
-		vfs_wcc(&res->MKDIR3res_u.resfail.dir_wcc, have_before ? &before : NULL, d.fd, obj_fsid(&d));
-out:
-	obj_put(&d);
+	res->status = node_create(c, &args->where, &n, &ok->obj, &ok->obj_attributes, &ok->dir_wcc,
+				  &res->MKDIR3res_u.resfail.dir_wcc, ok, sizeof(*ok));
 }
-
-/* ---- SYMLINK (10) ---- */
 
 static void nfs3_symlink(struct call *c, void *a, void *r)
 {
 	SYMLINK3args *args = a;
 	SYMLINK3res *res = r;
 	SYMLINK3resok *ok = &res->SYMLINK3res_u.resok;
-	struct obj d = OBJ_INIT;
-	char name[NAME_MAX + 1];
-	char *target = NULL;
-	struct stat before;
-	bool have_before = false;
 	const nfspath3 *t = &args->symlink.symlink_data;
+	struct node n = { .type = S_IFLNK, .mode = 0777, .sa = &args->symlink.symlink_attributes };
+	char *target = NULL;
 
-	res->status = create_begin(c, &args->where, &d, name);
-	if (d.fd >= 0) {
-		before = d.st;
-		have_before = true;
-	}
-	if (res->status != NFS3_OK)
-		goto fail;
-	if (t->nfspath3_len == 0 || memchr(t->nfspath3_val, '\0', t->nfspath3_len)) {
-		res->status = NFS3ERR_INVAL;
-		goto fail;
-	}
-	if (t->nfspath3_len >= PATH_MAX) {
-		res->status = NFS3ERR_NAMETOOLONG;
-		goto fail;
-	}
-	target = strndup(t->nfspath3_val, t->nfspath3_len);
-	if (!target) {
-		res->status = NFS3ERR_SERVERFAULT;
-		goto fail;
-	}
-	/* The target is stored as the client gave it; the server never
-	 * follows it (every lookup is O_NOFOLLOW on one component). */
-	if (symlinkat(target, d.fd, name) < 0) {
-		res->status = vfs_nfserr(errno);
-		goto fail;
-	}
-	if (c->txn.active) {
-		/* the txn owns the target until the record is appended */
-		c->txn.target = target;
-		c->txn.op.plog_op_u.create.target = target;
-		target = NULL;
-	}
-	sattr3 rest = sattr_rest(&args->symlink.symlink_attributes);
-	rest.size.set_it = FALSE;
-	res->status = create_finish(c, &d, name, &rest, true, &ok->obj, &ok->obj_attributes);
-	if (res->status != NFS3_OK) {
-		xdr_free(XDRPROC(xdr_post_op_fh3), (char *)&ok->obj);
-		memset(ok, 0, sizeof(*ok));
-		goto fail;
-	}
-	vfs_wcc(&ok->dir_wcc, &before, d.fd, obj_fsid(&d));
-	goto out;
-fail:
-	if (d.xe)
-		vfs_wcc(&res->SYMLINK3res_u.resfail.dir_wcc, have_before ? &before : NULL, d.fd, obj_fsid(&d));
-out:
+	if (t->nfspath3_len == 0 || memchr(t->nfspath3_val, '\0', t->nfspath3_len))
+		n.refuse = NFS3ERR_INVAL;
+	else if (t->nfspath3_len >= PATH_MAX)
+		n.refuse = NFS3ERR_NAMETOOLONG;
+	else if (!(target = strndup(t->nfspath3_val, t->nfspath3_len)))
+		n.refuse = NFS3ERR_SERVERFAULT;
+	n.target = target;
+	res->status = node_create(c, &args->where, &n, &ok->obj, &ok->obj_attributes, &ok->dir_wcc,
+				  &res->SYMLINK3res_u.resfail.dir_wcc, ok, sizeof(*ok));
 	free(target);
-	obj_put(&d);
 }
-
-/* ---- MKNOD (11) ---- */
 
 static void nfs3_mknod(struct call *c, void *a, void *r)
 {
 	MKNOD3args *args = a;
 	MKNOD3res *res = r;
 	MKNOD3resok *ok = &res->MKNOD3res_u.resok;
-	struct obj d = OBJ_INIT;
-	char name[NAME_MAX + 1];
-	struct stat before;
-	bool have_before = false;
-	const sattr3 *sa;
-	mode_t type;
-	dev_t dev = 0;
+	static const sattr3 none;	/* BADTYPE: nothing to set */
+	struct node n = { .sa = &none };
 
-	res->status = create_begin(c, &args->where, &d, name);
-	if (d.fd >= 0) {
-		before = d.st;
-		have_before = true;
-	}
-	if (res->status != NFS3_OK)
-		goto fail;
 	switch (args->what.type) {
 	case NF3CHR:
 	case NF3BLK:
-		type = args->what.type == NF3CHR ? S_IFCHR : S_IFBLK;
-		sa = &args->what.mknoddata3_u.device.dev_attributes;
-		dev = makedev(args->what.mknoddata3_u.device.spec.specdata1,
-			      args->what.mknoddata3_u.device.spec.specdata2);
+		n.type = args->what.type == NF3CHR ? S_IFCHR : S_IFBLK;
+		n.sa = &args->what.mknoddata3_u.device.dev_attributes;
+		n.rdev = makedev(args->what.mknoddata3_u.device.spec.specdata1,
+				 args->what.mknoddata3_u.device.spec.specdata2);
 		break;
 	case NF3SOCK:
 	case NF3FIFO:
-		type = args->what.type == NF3SOCK ? S_IFSOCK : S_IFIFO;
-		sa = &args->what.mknoddata3_u.pipe_attributes;
+		n.type = args->what.type == NF3SOCK ? S_IFSOCK : S_IFIFO;
+		n.sa = &args->what.mknoddata3_u.pipe_attributes;
 		break;
 	default:
-		res->status = NFS3ERR_BADTYPE;
-		goto fail;
+		n.refuse = NFS3ERR_BADTYPE;
+		break;
 	}
-	mode_t mode = sa->mode.set_it ? sa->mode.set_mode3_u.mode & 07777 : 0644;
-	if (mknodat(d.fd, name, type | mode, dev) < 0) {
-		res->status = vfs_nfserr(errno);
-		goto fail;
-	}
-	sattr3 rest = sattr_rest(sa);
-	rest.size.set_it = FALSE;
-	res->status = create_finish(c, &d, name, &rest, true, &ok->obj, &ok->obj_attributes);
-	if (res->status != NFS3_OK) {
-		xdr_free(XDRPROC(xdr_post_op_fh3), (char *)&ok->obj);
-		memset(ok, 0, sizeof(*ok));
-		goto fail;
-	}
-	vfs_wcc(&ok->dir_wcc, &before, d.fd, obj_fsid(&d));
-	goto out;
-fail:
-	if (d.xe)
-		vfs_wcc(&res->MKNOD3res_u.resfail.dir_wcc, have_before ? &before : NULL, d.fd, obj_fsid(&d));
-out:
-	obj_put(&d);
+	n.mode = n.sa->mode.set_it ? n.sa->mode.set_mode3_u.mode & 07777 : 0644;
+	res->status = node_create(c, &args->where, &n, &ok->obj, &ok->obj_attributes, &ok->dir_wcc,
+				  &res->MKNOD3res_u.resfail.dir_wcc, ok, sizeof(*ok));
 }
 
 /* ---- REMOVE (12), RMDIR (13) ---- */
