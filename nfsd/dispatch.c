@@ -30,7 +30,6 @@
 /* The largest reply we build: a READ of NFSD_MAX_IO plus headers. */
 #define REPLY_MAX (NFSD_MAX_IO + 64 * 1024)
 
-struct nfsd_settings nfsd_settings;
 
 const char *addr_to_string(const struct sockaddr *sa, char *buf, size_t len)
 {

@@ -249,8 +249,6 @@ int main(int argc, char **argv)
 		log_warn("file handle key in %s", conf.state_dir);
 		return 1;
 	}
-	nfsd_settings.state_dir = conf.state_dir;
-	nfsd_settings.debug = conf.debug;
 
 	struct xtab *xt;
 	if ((rc = xtab_load(conf.exports, &xt, err, sizeof(err))) < 0) {

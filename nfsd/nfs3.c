@@ -241,9 +241,10 @@ static bool set_fh(nfs_fh3 *out, const struct fh *fh)
 	return true;
 }
 
-/* handle_of -- the NFS handle of (dirfd, name) in o's export; at the export
- * root ".." is the root itself. */
-static int handle_of(const struct obj *dir, int dirfd, const char *name, struct fh *out)
+/* handle_of -- the NFS handle of (dirfd, name) in dir's export, and its
+ * kernel handle in *kh_out when asked. Returns 0 or -errno. */
+static int handle_of(const struct obj *dir, int dirfd, const char *name, struct fh *out,
+		     struct fh_kernel *kh_out)
 {
 	struct fh_kernel kh;
 	int mid, rc;
@@ -256,15 +257,9 @@ static int handle_of(const struct obj *dir, int dirfd, const char *name, struct 
 	 * a handle that would go stale */
 	if (mid != dir->xe->mount_id)
 		return -EXDEV;
+	if (kh_out)
+		*kh_out = kh;
 	return fh_make(dir->xe->e->id, &kh, out);
-}
-
-static void post_fh(post_op_fh3 *pf, const struct obj *dir, int dirfd, const char *name)
-{
-	struct fh fh;
-
-	pf->handle_follows = handle_of(dir, dirfd, name, &fh) == 0 &&
-			     set_fh(&pf->post_op_fh3_u.handle, &fh);
 }
 
 /* commit_fd -- make the object behind an O_PATH fd durable (as root). */
@@ -480,7 +475,7 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 			const sattr3 *sa = &args->new_attributes;
 			c->txn.op.type = PLOG_SETATTR;
 			log_obj(c, 0, &ps->obj, &o);
-			presto_dir(&c->txn, o.fd);
+			presto_stamp(&c->txn, o.fd, &o.st);
 			log_attr(&ps->attr, &now, S_ISREG(now.st_mode));
 			ps->attr.set_mode = sa->mode.set_it;
 			ps->attr.set_uid = sa->uid.set_it;
@@ -543,7 +538,7 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 		res->status = vfs_nfserr(errno);
 		goto fail;
 	}
-	rc = handle_of(&d, fd, "", &fh);
+	rc = handle_of(&d, fd, "", &fh, NULL);
 	if (rc == -EXDEV) {
 		res->status = NFS3ERR_ACCES;
 		goto fail;
@@ -767,7 +762,7 @@ static void nfs3_write(struct call *c, void *a, void *r)
 		plog_write *pw = &c->txn.op.plog_op_u.write;
 		c->txn.op.type = PLOG_WRITE;
 		log_obj(c, 0, &pw->file, &o);
-		presto_dir(&c->txn, o.fd);
+		presto_stamp(&c->txn, o.fd, &o.st);
 		pw->offset = args->offset;
 		pw->data.data_len = args->data.data_len;
 		pw->data.data_val = args->data.data_val;
@@ -866,17 +861,25 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 			goto out;
 		}
 	}
-	post_fh(pfh, d, n.fd, "");
-	vfs_post_op_fd(pa, n.fd, obj_fsid(d));
+	/* one handle and one stat of the new object serve the reply and the
+	 * log record */
+	struct fh fh;
+	struct fh_kernel kh;
+	struct stat now;
+	bool have_kh = handle_of(d, n.fd, "", &fh, &kh) == 0;
+	bool have_now = fstat(n.fd, &now) == 0;
+	pfh->handle_follows = have_kh && set_fh(&pfh->post_op_fh3_u.handle, &fh);
+	if (have_now)
+		vfs_post_op(pa, &now, obj_fsid(d));
+	else
+		pa->attributes_follow = FALSE;
 	if (c->txn.active) {
 		plog_create *pc = &c->txn.op.plog_op_u.create;
-		struct fh_kernel kh;
-		struct stat now;
-		if (fh_of(n.fd, "", &kh, NULL) == 0 && fstat(n.fd, &now) == 0) {
+		if (have_kh && have_now) {
 			c->txn.op.type = PLOG_CREATE;
 			log_obj(c, 0, &pc->dir, d);
 			pc->name = presto_name(&c->txn, 0, name);
-			presto_dir(&c->txn, d->fd);
+			presto_stamp(&c->txn, d->fd, &d->st);
 			pc->type = now.st_mode & S_IFMT;
 			pc->mode = now.st_mode & 07777;
 			pc->rdev_major = major(now.st_rdev);
@@ -894,8 +897,8 @@ out:
 	return st;
 }
 
-/* sattr_without -- a copy of sa with mode (and size) cleared: they were
- * applied at creation. */
+/* sattr_rest -- a copy of sa without the mode (applied at creation) and
+ * without a size of 0 (a new file is empty already). */
 static sattr3 sattr_rest(const sattr3 *sa)
 {
 	sattr3 r = *sa;
@@ -1232,7 +1235,7 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 		log_obj(c, 0, &pr->dir, &d);
 		pr->name = presto_name(&c->txn, 0, name);
 		presto_kh(&c->txn, 1, &pr->victim, &vkh);
-		presto_dir(&c->txn, d.fd);
+		presto_stamp(&c->txn, d.fd, &d.st);
 		pr->isdir = rmdir;
 		c->txn.has_op = true;
 	}
@@ -1335,8 +1338,8 @@ static void nfs3_rename(struct call *c, void *a, void *r)
 		pr->fromname = presto_name(&c->txn, 0, fname);
 		log_obj(c, 1, &pr->todir, &td);
 		pr->toname = presto_name(&c->txn, 1, tname);
-		presto_dir(&c->txn, fd.fd);
-		presto_dir(&c->txn, td.fd);
+		presto_stamp(&c->txn, fd.fd, &fd.st);
+		presto_stamp(&c->txn, td.fd, &td.st);
 		presto_kh(&c->txn, 2, &pr->source, &skh);
 		pr->same_file = have_tkh && tst2.st_ino == sst.st_ino && tst2.st_dev == sst.st_dev;
 		pr->replaced = have_tkh && !pr->same_file;
@@ -1422,7 +1425,7 @@ static void nfs3_link(struct call *c, void *a, void *r)
 		log_obj(c, 0, &pl->file, &f);
 		log_obj(c, 1, &pl->dir, &d);
 		pl->name = presto_name(&c->txn, 0, name);
-		presto_dir(&c->txn, d.fd);
+		presto_stamp(&c->txn, d.fd, &d.st);
 		c->txn.has_op = true;
 	}
 	res->status = commit_change(c, &d, d.fd, name);
@@ -1540,7 +1543,7 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 				if (is_dot(en) || (is_dotdot(en) && is_export_root(d)))
 					en = "";	/* the directory itself */
 				have_st = fstatat(efd, en, &est, AT_SYMLINK_NOFOLLOW | (en[0] ? 0 : AT_EMPTY_PATH)) == 0;
-				have_fh = have_st && handle_of(d, efd, en, &efh) == 0;
+				have_fh = have_st && handle_of(d, efd, en, &efh, NULL) == 0;
 				if (have_st)
 					ino = est.st_ino;
 				esize += 4 + (have_st ? 84 : 0) + 4 + (have_fh ? 4 + xdr_pad(efh.len) : 0);
@@ -1604,6 +1607,22 @@ out:
 	return st;
 }
 
+/* readdir_reply -- the directory attributes of either reply, or, on error,
+ * the freed resok (ok, ok_size, freed with free_ok) and the resfail's. */
+static void readdir_reply(nfsstat3 st, struct obj *d, xdrproc_t free_ok, void *ok, size_t ok_size,
+			  post_op_attr *ok_attr, post_op_attr *fail_attr)
+{
+	if (st != NFS3_OK) {
+		xdr_free(free_ok, ok);
+		memset(ok, 0, ok_size);
+		if (d->fd >= 0)
+			vfs_post_op_fd(fail_attr, d->fd, obj_fsid(d));
+	} else {
+		vfs_post_op_fd(ok_attr, d->fd, obj_fsid(d));
+	}
+	obj_put(d);
+}
+
 static void nfs3_readdir(struct call *c, void *a, void *r)
 {
 	READDIR3args *args = a;
@@ -1615,15 +1634,8 @@ static void nfs3_readdir(struct call *c, void *a, void *r)
 	res->status = readdir_common(c, &args->dir, args->cookie, args->cookieverf, SIZE_MAX,
 				     args->count, false, &d, ok->cookieverf, &entries, &ok->reply.eof);
 	ok->reply.entries = entries;
-	if (res->status != NFS3_OK) {
-		xdr_free(XDRPROC(xdr_READDIR3resok), (char *)ok);
-		memset(ok, 0, sizeof(*ok));
-		if (d.fd >= 0)
-			vfs_post_op_fd(&res->READDIR3res_u.resfail.dir_attributes, d.fd, obj_fsid(&d));
-	} else {
-		vfs_post_op_fd(&ok->dir_attributes, d.fd, obj_fsid(&d));
-	}
-	obj_put(&d);
+	readdir_reply(res->status, &d, XDRPROC(xdr_READDIR3resok), ok, sizeof(*ok),
+		      &ok->dir_attributes, &res->READDIR3res_u.resfail.dir_attributes);
 }
 
 static void nfs3_readdirplus(struct call *c, void *a, void *r)
@@ -1637,15 +1649,8 @@ static void nfs3_readdirplus(struct call *c, void *a, void *r)
 	res->status = readdir_common(c, &args->dir, args->cookie, args->cookieverf, args->dircount,
 				     args->maxcount, true, &d, ok->cookieverf, &entries, &ok->reply.eof);
 	ok->reply.entries = entries;
-	if (res->status != NFS3_OK) {
-		xdr_free(XDRPROC(xdr_READDIRPLUS3resok), (char *)ok);
-		memset(ok, 0, sizeof(*ok));
-		if (d.fd >= 0)
-			vfs_post_op_fd(&res->READDIRPLUS3res_u.resfail.dir_attributes, d.fd, obj_fsid(&d));
-	} else {
-		vfs_post_op_fd(&ok->dir_attributes, d.fd, obj_fsid(&d));
-	}
-	obj_put(&d);
+	readdir_reply(res->status, &d, XDRPROC(xdr_READDIRPLUS3resok), ok, sizeof(*ok),
+		      &ok->dir_attributes, &res->READDIRPLUS3res_u.resfail.dir_attributes);
 }
 
 /* ---- FSSTAT (18), FSINFO (19), PATHCONF (20) ---- */

@@ -65,12 +65,6 @@ struct rpc_proc {
  * (xdr_void takes no arguments, the generated routines take two). */
 #define XDRPROC(f) ((xdrproc_t)(void (*)(void))(f))
 
-/* nfsd_settings -- server-wide, set once at start-up. */
-struct nfsd_settings {
-	const char *state_dir;
-	bool debug;
-};
-extern struct nfsd_settings nfsd_settings;
 
 /* Procedure tables (nfs3.c, mount3.c). */
 extern const struct rpc_proc nfs3_procs[];

@@ -206,21 +206,21 @@ static bool stamp_covers(int dirfd, uint64_t lsn)
 	return memcmp(st.uuid, P.uuid, 16) == 0 && st.lsn >= lsn;
 }
 
-void presto_dir(struct presto_txn *t, int dirfd)
+void presto_stamp(struct presto_txn *t, int fd, const struct stat *st)
 {
-	struct stat b;
-
-	if (fstat(dirfd, &b) < 0 || !(S_ISDIR(b.st_mode) || S_ISREG(b.st_mode)))
+	if (!(S_ISDIR(st->st_mode) || S_ISREG(st->st_mode)))
 		return;
-	for (unsigned i = 0; i < t->ndirs; i++) {
-		struct stat a;
-		if (fstat(t->dirfds[i], &a) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+	for (unsigned i = 0; i < t->nstamps; i++)
+		if (t->stampino[i] == st->st_ino && t->stampdev[i] == st->st_dev)
 			return;
-	}
-	if (t->ndirs < PRESTO_MAX_OBJS) {
-		int fd = dup(dirfd);
-		if (fd >= 0)
-			t->dirfds[t->ndirs++] = fd;
+	if (t->nstamps < PRESTO_MAX_OBJS) {
+		int dfd = dup(fd);
+		if (dfd >= 0) {
+			t->stampfds[t->nstamps] = dfd;
+			t->stampdev[t->nstamps] = st->st_dev;
+			t->stampino[t->nstamps] = st->st_ino;
+			t->nstamps++;
+		}
 	}
 }
 
@@ -546,13 +546,14 @@ static void unlock_stripes(struct presto_txn *t)
 	t->active = false;
 }
 
-void presto_abort(struct presto_txn *t)
+/* presto_abort -- unlock without a record (nothing was changed). */
+static void presto_abort(struct presto_txn *t)
 {
 	if (t->active)
 		unlock_stripes(t);
-	for (unsigned i = 0; i < t->ndirs; i++)
-		close(t->dirfds[i]);
-	t->ndirs = 0;
+	for (unsigned i = 0; i < t->nstamps; i++)
+		close(t->stampfds[i]);
+	t->nstamps = 0;
 	free(t->target);
 	t->target = NULL;
 	t->has_op = false;
@@ -602,8 +603,8 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 		t->logged = true;
 		/* still under the stripe locks: no later record on these
 		 * directories can stamp them first */
-		for (unsigned i = 0; i < t->ndirs; i++)
-			stamp_set(t->dirfds[i], t->lsn);
+		for (unsigned i = 0; i < t->nstamps; i++)
+			stamp_set(t->stampfds[i], t->lsn);
 	}
 out:
 	if (rc < 0) {

@@ -66,8 +66,10 @@ struct presto_txn {
 	char names[2][PLOG_NAME_MAX + 1];
 	char khs[PRESTO_MAX_OBJS][PLOG_KH_MAX];
 	char *target;			/* symlink target (owned) */
-	int dirfds[PRESTO_MAX_OBJS];	/* objects to stamp (dup'ed, owned) */
-	unsigned ndirs;
+	int stampfds[PRESTO_MAX_OBJS];	/* objects to stamp (dup'ed, owned) */
+	dev_t stampdev[PRESTO_MAX_OBJS];
+	ino_t stampino[PRESTO_MAX_OBJS];
+	unsigned nstamps;
 	uint64_t lsn;
 };
 
@@ -96,10 +98,12 @@ int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, uns
 /* presto_kh -- fill *dst with kernel handle kh, stored in t's slot. */
 struct fh_kernel;
 void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct fh_kernel *kh);
-/* presto_dir -- a directory (or regular file) the operation changes: once
- * the record is appended, it is stamped with the record's LSN (see presto.c,
- * "Applied stamps"). Other kinds of objects are not stamped. */
-void presto_dir(struct presto_txn *t, int dirfd);
+/* presto_stamp -- a directory or regular file (fd, whose stat is st) the
+ * operation changes: once the record is appended, it is stamped with the
+ * record's LSN (see presto.c, "Applied stamps"). Other kinds of objects are
+ * not stamped. */
+struct stat;
+void presto_stamp(struct presto_txn *t, int fd, const struct stat *st);
 /* presto_name -- a NUL-terminated copy of name in t's name slot. */
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name);
 /* presto_commit -- append t's record with the reply and its DRC key, then
@@ -107,8 +111,6 @@ char *presto_name(struct presto_txn *t, unsigned slot, const char *name);
  * caller must then make the operation durable itself (presto_sync_all). */
 int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t *reply,
 		  size_t reply_len);
-/* presto_abort -- unlock without a record (nothing was changed). */
-void presto_abort(struct presto_txn *t);
 /* presto_wait -- wait until t's record is durable. Returns 0 or -EIO. */
 int presto_wait(struct presto_txn *t);
 /* presto_sync_all -- syncfs every exported filesystem (the fallback when a

@@ -625,16 +625,6 @@ static void conn_writable(struct rpc_conn *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void rpc_stop(void)
-{
-	uint64_t one = 1;
-
-	__atomic_store_n(&R.stopping, 1, __ATOMIC_RELEASE);
-	if (write(R.evfd, &one, sizeof(one)) < 0) {
-		/* the counter is already non-zero: the loop wakes anyway */
-	}
-}
-
 void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 {
 	struct epoll_event evs[64];

@@ -59,11 +59,9 @@ int rpc_init(unsigned nthreads, rpc_dispatch_fn fn, bool (*inline_ok)(const stru
 /* rpc_add_listener -- bind and listen on l (port 0: ephemeral; the chosen
  * port is written back into l). Returns 0 or -errno. */
 int rpc_add_listener(struct rpc_listen *l);
-/* rpc_run -- serve until rpc_stop(); returns when in-flight calls are done
- * (bounded by drain_ms). */
+/* rpc_run -- serve until on_signal returns non-zero (SIGTERM, SIGINT);
+ * returns when the calls in flight are done (bounded by drain_ms). */
 void rpc_run(int (*on_signal)(int signo), unsigned drain_ms);
-/* rpc_stop -- ask rpc_run to stop accepting and return (any thread). */
-void rpc_stop(void);
 void rpc_shutdown(void);
 
 /* rpc_reply -- send rec (len bytes; its first 4 bytes are space for the

@@ -19,7 +19,8 @@
 int vfs_become(const struct call_cred *cr, const struct export_opts *o);
 /* vfs_become_root -- back to uid 0 with no supplementary groups. */
 void vfs_become_root(void);
-/* vfs_is_root -- whether the caller acts as root after squashing. */
+/* vfs_caller_uid -- the uid the caller acts as after squashing (in *uid);
+ * returns whether that is root. */
 bool vfs_caller_uid(const struct call_cred *cr, const struct export_opts *o, uid_t *uid);
 
 /* vfs_nfserr -- the nfsstat3 for an errno value (positive or negative).

@@ -868,6 +868,20 @@ static struct it_dirent *it_add_ent(struct it_res *r)
 	return n;
 }
 
+/* it_copy_created -- CREATE, MKDIR, SYMLINK and MKNOD answer alike: the new
+ * object's handle and attributes and the directory's wcc, or only the wcc. */
+static void it_copy_created(struct it_res *r, int status, post_op_fh3 *obj, post_op_attr *attr,
+			    wcc_data *ok_wcc, wcc_data *fail_wcc)
+{
+	if (status == NFS3_OK) {
+		it_copy_pfh(r, obj);
+		it_copy_post(&r->has_attr, &r->attr, attr);
+		it_copy_wcc(r, 0, ok_wcc);
+	} else {
+		it_copy_wcc(r, 0, fail_wcc);
+	}
+}
+
 /* it_copy_result -- the one place that knows each PROC3res layout */
 static void it_copy_result(struct it_res *r, int proc, void *data)
 {
@@ -965,49 +979,33 @@ static void it_copy_result(struct it_res *r, int proc, void *data)
 	case NFS3_CREATE: {
 		CREATE3res *x = data;
 
-		if (x->status == NFS3_OK) {
-			it_copy_pfh(r, &x->CREATE3res_u.resok.obj);
-			it_copy_post(&r->has_attr, &r->attr, &x->CREATE3res_u.resok.obj_attributes);
-			it_copy_wcc(r, 0, &x->CREATE3res_u.resok.dir_wcc);
-		} else {
-			it_copy_wcc(r, 0, &x->CREATE3res_u.resfail.dir_wcc);
-		}
+		it_copy_created(r, x->status, &x->CREATE3res_u.resok.obj,
+				&x->CREATE3res_u.resok.obj_attributes, &x->CREATE3res_u.resok.dir_wcc,
+				&x->CREATE3res_u.resfail.dir_wcc);
 		break;
 	}
 	case NFS3_MKDIR: {
 		MKDIR3res *x = data;
 
-		if (x->status == NFS3_OK) {
-			it_copy_pfh(r, &x->MKDIR3res_u.resok.obj);
-			it_copy_post(&r->has_attr, &r->attr, &x->MKDIR3res_u.resok.obj_attributes);
-			it_copy_wcc(r, 0, &x->MKDIR3res_u.resok.dir_wcc);
-		} else {
-			it_copy_wcc(r, 0, &x->MKDIR3res_u.resfail.dir_wcc);
-		}
+		it_copy_created(r, x->status, &x->MKDIR3res_u.resok.obj,
+				&x->MKDIR3res_u.resok.obj_attributes, &x->MKDIR3res_u.resok.dir_wcc,
+				&x->MKDIR3res_u.resfail.dir_wcc);
 		break;
 	}
 	case NFS3_SYMLINK: {
 		SYMLINK3res *x = data;
 
-		if (x->status == NFS3_OK) {
-			it_copy_pfh(r, &x->SYMLINK3res_u.resok.obj);
-			it_copy_post(&r->has_attr, &r->attr, &x->SYMLINK3res_u.resok.obj_attributes);
-			it_copy_wcc(r, 0, &x->SYMLINK3res_u.resok.dir_wcc);
-		} else {
-			it_copy_wcc(r, 0, &x->SYMLINK3res_u.resfail.dir_wcc);
-		}
+		it_copy_created(r, x->status, &x->SYMLINK3res_u.resok.obj,
+				&x->SYMLINK3res_u.resok.obj_attributes, &x->SYMLINK3res_u.resok.dir_wcc,
+				&x->SYMLINK3res_u.resfail.dir_wcc);
 		break;
 	}
 	case NFS3_MKNOD: {
 		MKNOD3res *x = data;
 
-		if (x->status == NFS3_OK) {
-			it_copy_pfh(r, &x->MKNOD3res_u.resok.obj);
-			it_copy_post(&r->has_attr, &r->attr, &x->MKNOD3res_u.resok.obj_attributes);
-			it_copy_wcc(r, 0, &x->MKNOD3res_u.resok.dir_wcc);
-		} else {
-			it_copy_wcc(r, 0, &x->MKNOD3res_u.resfail.dir_wcc);
-		}
+		it_copy_created(r, x->status, &x->MKNOD3res_u.resok.obj,
+				&x->MKNOD3res_u.resok.obj_attributes, &x->MKNOD3res_u.resok.dir_wcc,
+				&x->MKNOD3res_u.resfail.dir_wcc);
 		break;
 	}
 	case NFS3_REMOVE: {
