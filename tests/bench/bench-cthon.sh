@@ -72,6 +72,8 @@ CLIENT=${PRESTO_CTHON_CLIENT:-nfs3}
 GANESHA_NFS_PORT=20090
 GANESHA_MNT_PORT=20091
 
+. "$top/tests/bench/lib.sh"
+
 if [ "${PRESTO_BENCH_INNER:-}" != 1 ]; then
 	if [ ! -x /usr/bin/ganesha.nfsd ]; then
 		PRESTO_EXTRA_PKGS="nfs-ganesha nfs-ganesha-vfs" sh "$top/appliance/deps.sh" ||
@@ -85,21 +87,9 @@ if [ "${PRESTO_BENCH_INNER:-}" != 1 ]; then
 		}
 	fi
 	export CTHON="$cthon" PRESTO_BENCH_INNER=1
-	if [ "${PRESTO_BENCH_NETNS:-1}" = 1 ]; then
-		if unshare --net --mount true 2>/dev/null; then
-			export PRESTO_BENCH_IN_NETNS=1
-			exec unshare --net --mount sh "$0" "$@"
-		fi
-		echo "bench-cthon: cannot unshare the network namespace; running in the host's" >&2
-	fi
+	bench_netns bench-cthon "$@"
 fi
-
-if [ "${PRESTO_BENCH_IN_NETNS:-}" = 1 ]; then
-	ip link set lo up || exit 1
-	# glibc's AI_ADDRCONFIG (Ganesha's Bind_addr) ignores 127.0.0.1 alone
-	ip addr add 127.0.0.2/8 dev lo 2>/dev/null
-	mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
-fi
+bench_netns_setup
 
 bench_dir=${PRESTO_BENCH_DIR:-$top/var}
 mkdir -p "$bench_dir" "$PRESTO_RESULTS"
@@ -123,13 +113,7 @@ stop_servers() {
 	while IFS='|' read -r _label kind _target handle; do
 		case "$kind" in
 		presto)
-			kill -TERM "$handle" 2>/dev/null
-			i=0
-			while [ $i -lt 100 ] && kill -0 "$handle" 2>/dev/null; do
-				sleep 0.1
-				i=$((i + 1))
-			done
-			kill -KILL "$handle" 2>/dev/null
+			bench_stop_pid "$handle"
 			;;
 		ganesha)
 			sh "$top/tests/bench/ganesha.sh" stop "$handle"
@@ -153,51 +137,6 @@ fail_record() {
 	    "$1" "$2" >>"$raw"
 }
 
-# start_presto DIR OPTS FLAGS -- presto-nfsd exporting DIR/export; sets pid,
-# nfs_port, mount_port; 1 with start_error set
-start_presto() {
-	d=$1 opts=$2 flags=$3
-	mkdir -p "$d/export" "$d/state"
-	chmod 0777 "$d/export"
-	printf '%s 127.0.0.1(%s)\n' "$d/export" "$opts" >"$d/exports"
-	case "$flags" in
-	*@SHM@*)
-		[ -n "$shm" ] || shm=$(mktemp -d /dev/shm/presto-bench-cthon.XXXXXX) || {
-			start_error="cannot make a directory in /dev/shm"
-			return 1
-		}
-		mkdir -p "$shm/$(basename "$d")"
-		;;
-	esac
-	flags=$(printf '%s' "$flags" | sed -e "s|@SHM@|$shm/$(basename "$d")|g")
-	# shellcheck disable=SC2086
-	PMEM_IS_PMEM_FORCE=1 "$PRESTO_BIN/presto-nfsd" --exports "$d/exports" \
-	    --state-dir "$d/state" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
-	    --no-rpcbind --foreground $flags </dev/null >"$d/presto-nfsd.log" 2>&1 &
-	pid=$!
-	i=0
-	while [ $i -lt 300 ]; do
-		line=$(grep -m1 '^presto-nfsd: ready ' "$d/presto-nfsd.log" 2>/dev/null)
-		if [ -n "$line" ]; then
-			nfs_port=$(printf '%s\n' "$line" | sed -n 's/.* nfs=\([0-9]*\).*/\1/p')
-			mount_port=$(printf '%s\n' "$line" | sed -n 's/.* mount=\([0-9]*\).*/\1/p')
-			[ -n "$nfs_port" ] && [ -n "$mount_port" ] && return 0
-			start_error="cannot parse: $line"
-			return 1
-		fi
-		if ! kill -0 "$pid" 2>/dev/null; then
-			wait "$pid"
-			start_error="presto-nfsd exited (status $?): $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
-			return 1
-		fi
-		sleep 0.1
-		i=$((i + 1))
-	done
-	start_error="presto-nfsd not ready after 30 s: $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
-	kill -KILL "$pid" 2>/dev/null
-	return 1
-}
-
 # 1. Every column's server, each on an export directory of its own. They
 # idle while another column is measured; the runs alternate between them
 # (below) so that a slow moment of this shared machine, or a disk made slow
@@ -210,9 +149,9 @@ while IFS='|' read -r label kind opts flags; do
 	start_error="" target="" handle=""
 	case "$kind" in
 	presto)
-		if start_presto "$d" "$opts" "$flags"; then
+		if bench_start_presto "$d" "$opts" "$flags"; then
 			target="-c $CLIENT -n $nfs_port -m $mount_port -e $d/export"
-			handle=$pid
+			handle=$bench_pid
 		fi
 		;;
 	ganesha)

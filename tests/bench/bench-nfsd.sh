@@ -57,7 +57,6 @@ SERVERS=${PRESTO_BENCH_SERVERS:-"presto-on|presto|rw,insecure,no_root_squash|--n
 presto-off|presto|rw,insecure,no_root_squash,nopresto|
 async|presto|rw,insecure,no_root_squash,async|
 ganesha|ganesha||"}
-export PMEM_IS_PMEM_FORCE=1
 
 # Tests, one a line: op conns depth (ops: see loadgen's usage).
 TESTS=${PRESTO_BENCH_TESTS:-"null 4 16
@@ -77,6 +76,8 @@ BASELINE=${PRESTO_BENCH_BASELINE:-ganesha}
 GANESHA_NFS_PORT=20050
 GANESHA_MNT_PORT=20051
 
+. "$top/tests/bench/lib.sh"
+
 if [ "${PRESTO_BENCH_INNER:-}" != 1 ]; then
 	PRESTO_EXTRA_PKGS="nfs-ganesha nfs-ganesha-vfs" sh "$top/appliance/deps.sh" ||
 	    echo "bench-nfsd: Ganesha could not be installed; its row will fail" >&2
@@ -90,21 +91,9 @@ if [ "${PRESTO_BENCH_INNER:-}" != 1 ]; then
 		}
 	fi
 	export LOADGEN="$loadgen" PRESTO_BENCH_INNER=1
-	if [ "${PRESTO_BENCH_NETNS:-1}" = 1 ]; then
-		if unshare --net --mount true 2>/dev/null; then
-			export PRESTO_BENCH_IN_NETNS=1
-			exec unshare --net --mount sh "$0" "$@"
-		fi
-		echo "bench-nfsd: cannot unshare the network namespace;" \
-		    "running in the host's" >&2
-	fi
+	bench_netns bench-nfsd "$@"
 fi
-
-if [ "${PRESTO_BENCH_IN_NETNS:-}" = 1 ]; then
-	ip link set lo up || exit 1
-	ip addr add 127.0.0.2/8 dev lo 2>/dev/null
-	mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
-fi
+bench_netns_setup
 
 bench_dir=${PRESTO_BENCH_DIR:-$top/var}
 mkdir -p "$bench_dir" "$PRESTO_RESULTS"
@@ -124,13 +113,7 @@ stop_servers() {
 	while IFS='|' read -r _label kind _nfs _mnt _exp handle; do
 		case "$kind" in
 		presto)
-			kill -TERM "$handle" 2>/dev/null
-			i=0
-			while [ $i -lt 50 ] && kill -0 "$handle" 2>/dev/null; do
-				sleep 0.1
-				i=$((i + 1))
-			done
-			kill -KILL "$handle" 2>/dev/null
+			bench_stop_pid "$handle"
 			;;
 		ganesha)
 			sh "$top/tests/bench/ganesha.sh" stop "$handle"
@@ -160,54 +143,6 @@ server_record() {
 	    "$(json_str "$4")" "$(json_str "$5")" "$(json_str "$6")" >>"$servers_file"
 }
 
-# start_presto DIR OPTS FLAGS -- start presto-nfsd exporting DIR/export;
-# sets handle (its pid), nfs_port, mount_port; returns 1 with start_error set
-start_presto() {
-	d=$1 opts=$2 flags=$3
-	mkdir -p "$d/export" "$d/state"
-	printf '%s 127.0.0.1(%s)\n' "$d/export" "$opts" >"$d/exports"
-	case "$flags" in
-	*@SHM@*)
-		[ -n "$shm" ] || shm=$(mktemp -d /dev/shm/presto-bench.XXXXXX) || {
-			start_error="cannot make a directory in /dev/shm"
-			return 1
-		}
-		;;
-	esac
-	flags=$(printf '%s' "$flags" | sed -e "s|@DIR@|$d|g" -e "s|@SHM@|$shm|g")
-	if [ ! -x "$PRESTO_BIN/presto-nfsd" ]; then
-		start_error="$PRESTO_BIN/presto-nfsd not built"
-		return 1
-	fi
-	# shellcheck disable=SC2086
-	"$PRESTO_BIN/presto-nfsd" --exports "$d/exports" --state-dir "$d/state" \
-	    --bind 127.0.0.1 --nfs-port 0 --mount-port 0 --no-rpcbind \
-	    --foreground $flags </dev/null >"$d/presto-nfsd.log" 2>&1 &
-	handle=$!
-	i=0
-	while [ $i -lt 100 ]; do
-		line=$(grep -m1 '^presto-nfsd: ready ' "$d/presto-nfsd.log")
-		if [ -n "$line" ]; then
-			nfs_port=$(printf '%s\n' "$line" | sed -n 's/.* nfs=\([0-9]*\).*/\1/p')
-			mount_port=$(printf '%s\n' "$line" | sed -n 's/.* mount=\([0-9]*\).*/\1/p')
-			[ -n "$nfs_port" ] && [ -n "$mount_port" ] && return 0
-			start_error="cannot parse: $line"
-			break
-		fi
-		if ! kill -0 "$handle" 2>/dev/null; then
-			wait "$handle"
-			start_error="presto-nfsd exited (status $?): $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
-			return 1
-		fi
-		sleep 0.1
-		i=$((i + 1))
-	done
-	[ -n "$start_error" ] ||
-	    start_error="presto-nfsd not ready after 10 s: $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
-	kill -KILL "$handle" 2>/dev/null
-	return 1
-}
-
 # 1. Start every server, each on an export directory of its own. They idle
 # while another is measured; running them side by side lets the tests
 # alternate between servers, so that a slow moment of this shared machine
@@ -220,7 +155,7 @@ while IFS='|' read -r label kind opts flags; do
 	start_error="" handle=""
 	case "$kind" in
 	presto)
-		start_presto "$d" "$opts" "$flags" || handle=""
+		bench_start_presto "$d" "$opts" "$flags" && handle=$bench_pid
 		;;
 	ganesha)
 		nfs_port=$((GANESHA_NFS_PORT + 2 * ganesha_n))

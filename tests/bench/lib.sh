@@ -1,0 +1,94 @@
+# lib.sh -- what the benchmarks share (sourced by bench-nfsd.sh and
+# bench-cthon.sh): the private network namespace, starting and stopping a
+# presto-nfsd of their own.
+
+# bench_netns NAME ARGS... -- re-run the calling script ($0) inside a private
+# network and mount namespace (unless PRESTO_BENCH_NETNS=0 or it cannot be
+# made), so that its rpcbind and Ganesha collide with nobody else's; there,
+# bench_netns_setup brings lo up.
+bench_netns() {
+	name=$1
+	shift
+	[ "${PRESTO_BENCH_NETNS:-1}" = 1 ] || return 0
+	if unshare --net --mount true 2>/dev/null; then
+		export PRESTO_BENCH_IN_NETNS=1
+		exec unshare --net --mount sh "$0" "$@"
+	fi
+	echo "$name: cannot unshare the network namespace; running in the host's" >&2
+}
+
+# bench_netns_setup -- in the namespace: lo up, a second loopback address
+# (glibc's AI_ADDRCONFIG, which Ganesha uses for Bind_addr, ignores 127.0.0.1
+# alone), a private /run for rpcbind.
+bench_netns_setup() {
+	[ "${PRESTO_BENCH_IN_NETNS:-}" = 1 ] || return 0
+	ip link set lo up || exit 1
+	ip addr add 127.0.0.2/8 dev lo 2>/dev/null
+	mount -t tmpfs -o mode=0755 tmpfs /run || exit 1
+}
+
+# bench_start_presto DIR OPTS FLAGS -- start presto-nfsd exporting DIR/export
+# with export options OPTS and the daemon flags FLAGS, in which @DIR@ stands
+# for DIR and @SHM@ for a directory of this run under /dev/shm (made in $shm,
+# which the caller removes). Sets bench_pid, nfs_port, mount_port; returns 1
+# with start_error set.
+bench_start_presto() {
+	d=$1 opts=$2 flags=$3
+	mkdir -p "$d/export" "$d/state"
+	chmod 0777 "$d/export"
+	printf '%s 127.0.0.1(%s)\n' "$d/export" "$opts" >"$d/exports"
+	case "$flags" in
+	*@SHM@*)
+		[ -n "$shm" ] || shm=$(mktemp -d /dev/shm/presto-bench.XXXXXX) || {
+			start_error="cannot make a directory in /dev/shm"
+			return 1
+		}
+		mkdir -p "$shm/$(basename "$d")"
+		;;
+	esac
+	flags=$(printf '%s' "$flags" | sed -e "s|@DIR@|$d|g" -e "s|@SHM@|$shm/$(basename "$d")|g")
+	if [ ! -x "$PRESTO_BIN/presto-nfsd" ]; then
+		start_error="$PRESTO_BIN/presto-nfsd not built"
+		return 1
+	fi
+	# /dev/shm stands in for battery-backed RAM: libpmem treats it as pmem
+	# shellcheck disable=SC2086
+	PMEM_IS_PMEM_FORCE=1 "$PRESTO_BIN/presto-nfsd" --exports "$d/exports" \
+	    --state-dir "$d/state" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
+	    --no-rpcbind --foreground $flags </dev/null >"$d/presto-nfsd.log" 2>&1 &
+	bench_pid=$!
+	i=0
+	while [ $i -lt 300 ]; do
+		line=$(grep -m1 '^presto-nfsd: ready ' "$d/presto-nfsd.log" 2>/dev/null)
+		if [ -n "$line" ]; then
+			nfs_port=$(printf '%s\n' "$line" | sed -n 's/.* nfs=\([0-9]*\).*/\1/p')
+			mount_port=$(printf '%s\n' "$line" | sed -n 's/.* mount=\([0-9]*\).*/\1/p')
+			[ -n "$nfs_port" ] && [ -n "$mount_port" ] && return 0
+			start_error="cannot parse: $line"
+			kill -KILL "$bench_pid" 2>/dev/null
+			return 1
+		fi
+		if ! kill -0 "$bench_pid" 2>/dev/null; then
+			wait "$bench_pid"
+			start_error="presto-nfsd exited (status $?): $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
+			return 1
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+	start_error="presto-nfsd not ready after 30 s: $(tail -n 3 "$d/presto-nfsd.log" | tr '\n' ' ')"
+	kill -KILL "$bench_pid" 2>/dev/null
+	return 1
+}
+
+# bench_stop_pid PID -- SIGTERM (presto-nfsd flushes its log), then SIGKILL
+# after 10 s.
+bench_stop_pid() {
+	kill -TERM "$1" 2>/dev/null
+	i=0
+	while [ $i -lt 100 ] && kill -0 "$1" 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -KILL "$1" 2>/dev/null
+}
