@@ -395,6 +395,13 @@ static void show_stats(json_t *st)
 	KV("time", "%14.1f ms", real(rc, "ms"));
 	KV("handle redirects", "%14llu", (unsigned long long)num(rc, "redirects"));
 	KV("errors", "%14llu", (unsigned long long)num(rc, "errors"));
+	json_t *lp = json_object_get(st, "loop");
+	if (lp) {
+		printf("event loop thread\n");
+		KV("calls run there", "%14llu", (unsigned long long)num(lp, "inline"));
+		KV("handed to workers", "%14llu", (unsigned long long)num(lp, "deferred"));
+		KV("pauses after slow calls", "%14llu", (unsigned long long)num(lp, "pauses"));
+	}
 	printf("duplicate request cache\n");
 	KV("replayed replies", "%14llu", (unsigned long long)num(drc, "hits"));
 	KV("retransmits dropped", "%14llu", (unsigned long long)num(drc, "drops"));

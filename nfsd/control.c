@@ -347,6 +347,14 @@ static int cmd_stats(json_t *req, json_t *rep, char *err, size_t errlen)
 
 	set_u64(rep, "commits_avoided", ps.commits_avoided);
 
+	struct stats_loop sl;
+	json_t *loop = json_object();
+	stats_loop_snapshot(&sl);
+	set_u64(loop, "inline", sl.inline_calls);
+	set_u64(loop, "deferred", sl.deferred);
+	set_u64(loop, "pauses", sl.pauses);
+	json_object_set_new(rep, "loop", loop);
+
 	json_object_set_new(rc, "replayed", json_boolean(ps.recovery_replayed));
 	set_u64(rc, "records", ps.recovery_records);
 	set_u64(rc, "bytes", ps.recovery_bytes);

@@ -200,6 +200,18 @@ static const struct rpc_proc *find_proc(struct rpc_req *req, struct call *c)
 	return &t[c->proc];
 }
 
+/* Inline calls that may defer: a call over INLINE_SLOW_NS is slow; when slow
+ * calls add up to INLINE_WINDOW_SLOW_NS within INLINE_WINDOW_NS, the rest go
+ * to the workers for a while (doubling, up to the maximum, while it happens
+ * again within INLINE_CALM_NS of the end of the last pause). */
+#define INLINE_SLOW_NS (1000 * 1000ull)
+#define INLINE_WINDOW_NS (1000 * 1000 * 1000ull)
+#define INLINE_WINDOW_SLOW_NS (50 * 1000 * 1000ull)
+#define INLINE_OFF_MIN_NS (100 * 1000 * 1000ull)
+#define INLINE_OFF_MAX_NS (5 * 1000 * 1000 * 1000ull)
+#define INLINE_CALM_NS (1000 * 1000 * 1000ull)
+static uint64_t inline_off_until;	/* atomic: CLOCK_MONOTONIC ns */
+
 bool dispatch_inline_ok(const struct rpc_req *req)
 {
 	/* xid, direction, rpcvers, prog, vers, proc: fixed offsets */
@@ -212,10 +224,8 @@ bool dispatch_inline_ok(const struct rpc_req *req)
 
 	if (prog != NFS_PROGRAM_NUM || vers != 3)
 		return prog == MOUNT_PROGRAM_NUM && proc == 0;
-	/* Attribute and name lookups that the inode and dentry caches answer.
-	 * Not READ (it may wait for the disk), nothing that modifies (it may
-	 * wait for the log or fsync). */
 	switch (proc) {
+	/* Attribute and name lookups that the inode and dentry caches answer. */
 	case 0:		/* NULL */
 	case 1:		/* GETATTR */
 	case 3:		/* LOOKUP */
@@ -225,9 +235,73 @@ bool dispatch_inline_ok(const struct rpc_req *req)
 	case 19:	/* FSINFO */
 	case 20:	/* PATHCONF */
 		return true;
+	/* Calls that defer themselves to a worker (call_defer in nfs3.c)
+	 * before they would wait: a READ the page cache cannot serve, a
+	 * change that presto off must flush, a held stripe, a full log, a log
+	 * whose persist is an msync. What is left is CPU work on the page and
+	 * dentry caches plus, presto on, a persist to memory. Unless a recent
+	 * one took long (a filesystem under writeback pressure can stall even
+	 * those): then they go to the workers for a while. Changes also go
+	 * to the workers while a destage's syncfs runs: the journal commit
+	 * it forces can hold them for milliseconds. */
+	case 6:		/* READ */
+	case 21:	/* COMMIT */
+		return rpc_now_ns() >= __atomic_load_n(&inline_off_until, __ATOMIC_RELAXED);
+	case 2:		/* SETATTR */
+	case 7:		/* WRITE */
+	case 8:		/* CREATE */
+	case 9:		/* MKDIR */
+	case 10:	/* SYMLINK */
+	case 11:	/* MKNOD */
+	case 12:	/* REMOVE */
+	case 13:	/* RMDIR */
+	case 14:	/* RENAME */
+	case 15:	/* LINK */
+		/* a change waits for the journal while a destage commits it */
+		return !presto_syncing() &&
+		       rpc_now_ns() >= __atomic_load_n(&inline_off_until, __ATOMIC_RELAXED);
 	default:
 		return false;
 	}
+}
+
+/* inline_check -- after a call ran inline: every other connection waited as
+ * long as it took; when that adds up, keep the calls that may defer on the
+ * workers for a while. */
+static void inline_check(const struct rpc_proc *p, uint64_t t0)
+{
+	/* loop thread only */
+	static uint64_t off_ns = INLINE_OFF_MIN_NS, win_start, win_slow;
+	uint64_t now = rpc_now_ns();
+	uint64_t until = __atomic_load_n(&inline_off_until, __ATOMIC_RELAXED);
+
+	if (now - t0 <= INLINE_SLOW_NS)
+		return;
+	/* one slow call may be the scheduler's doing (two cores, many
+	 * threads); slow calls adding up to a share of the loop's time are a
+	 * filesystem that blocks */
+	if (now - win_start > INLINE_WINDOW_NS) {
+		win_start = now;
+		win_slow = 0;
+	}
+	win_slow += now - t0;
+	if (win_slow <= INLINE_WINDOW_SLOW_NS)
+		return;
+	win_start = now;
+	win_slow = 0;
+	/* slow again soon after the last time: twice as long off */
+	if (until && now < until + INLINE_CALM_NS)
+		off_ns = off_ns * 2 > INLINE_OFF_MAX_NS ? INLINE_OFF_MAX_NS : off_ns * 2;
+	else
+		off_ns = INLINE_OFF_MIN_NS;
+	__atomic_store_n(&inline_off_until, now + off_ns, __ATOMIC_RELAXED);
+	stats_loop(STATS_LOOP_PAUSE);
+	static long tok;
+	if (log_ratelimited(&tok))
+		log_warnx("%s took %llu us on the event loop thread, slow calls over 50 ms in 1 s; "
+			  "changes and READs go to the workers for the next %llu ms", p->name,
+			  (unsigned long long)((now - t0) / 1000),
+			  (unsigned long long)(off_ns / 1000000));
 }
 
 void dispatch(struct rpc_req *req)
@@ -332,8 +406,29 @@ void dispatch(struct rpc_req *req)
 	}
 
 	c.xt = xtab_get();
+	c.on_loop = rpc_on_loop();
+	uint64_t t0 = c.on_loop ? rpc_now_ns() : 0;
 	p->handler(&c, args, res);
 	vfs_become_root();
+	if (c.on_loop && c.proc != 0)
+		inline_check(p, t0);
+	if (c.defer) {
+		/* nothing was changed: a worker runs the call from the start */
+		if (c.txn.active)
+			presto_commit(&c.txn, NULL, NULL, 0);	/* no record: unlocks */
+		xdr_free(p->xdr_args, args);
+		xdr_free(p->xdr_res, res);
+		free(args);
+		free(res);
+		xtab_put(c.xt);
+		if (p->drc)
+			drc_abort(&key);
+		stats_loop(STATS_LOOP_DEFERRED);
+		rpc_defer(req);
+		return;
+	}
+	if (c.on_loop)
+		stats_loop(STATS_LOOP_INLINE);
 
 	struct rpc_msg m;
 	memset(&m, 0, sizeof(m));

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -144,7 +145,18 @@ static bool presto_on(const struct obj *o)
 	return presto_enabled(o->xe, o->opts->presto);
 }
 
-/* log_begin -- presto on: lock the objects (each given by its stat) and make
+/* call_defer -- a call running inline on the loop thread would have to wait
+ * here: give it to a worker (dispatch does, when the handler returns). The
+ * status only makes the handler unwind; nobody sees it. */
+static nfsstat3 call_defer(struct call *c)
+{
+	c->defer = true;
+	return NFS3ERR_JUKEBOX;
+}
+
+/* log_begin -- on the loop thread (c->on_loop) it never waits: it defers
+ * the call instead (call_defer) when presto is off and a flush is due, or
+ * when presto_begin_nowait would have to wait. Presto on: lock the objects (each given by its stat) and make
  * room in the log; NFS3ERR_JUKEBOX when the log stays full. Presto off:
  * nothing. */
 static nfsstat3 log_begin(struct call *c, const struct obj *o, const struct stat *const *sts,
@@ -154,8 +166,12 @@ static nfsstat3 log_begin(struct call *c, const struct obj *o, const struct stat
 	ino_t inos[PRESTO_MAX_OBJS];
 	unsigned k = 0;
 
-	if (!presto_on(o))
+	if (!presto_on(o)) {
+		/* presto off flushes before the reply: not on the loop thread */
+		if (c->on_loop && !o->opts->async)
+			return call_defer(c);
 		return NFS3_OK;
+	}
 	for (unsigned i = 0; i < n && k < PRESTO_MAX_OBJS; i++) {
 		if (!sts[i])
 			continue;
@@ -163,6 +179,8 @@ static nfsstat3 log_begin(struct call *c, const struct obj *o, const struct stat
 		inos[k] = sts[i]->st_ino;
 		k++;
 	}
+	if (c->on_loop)
+		return presto_begin_nowait(&c->txn, devs, inos, k, est) < 0 ? call_defer(c) : NFS3_OK;
 	return presto_begin(&c->txn, devs, inos, k, est) < 0 ? NFS3ERR_JUKEBOX : NFS3_OK;
 }
 
@@ -463,6 +481,8 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 	const struct stat *sts[] = { &o.st };
 	if ((res->status = log_begin(c, &o, sts, 1, 512)) != NFS3_OK)
 		goto wcc;
+	if (args->new_attributes.size.set_it && S_ISREG(o.st.st_mode))
+		presto_prestamp(&c->txn, o.fd, true);
 	if ((res->status = become(c, &o)) != NFS3_OK)
 		goto wcc;
 	rc = apply_sattr(c, &o, &args->new_attributes, false);
@@ -475,7 +495,7 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 			const sattr3 *sa = &args->new_attributes;
 			c->txn.op.type = PLOG_SETATTR;
 			log_obj(c, 0, &ps->obj, &o);
-			presto_stamp(&c->txn, o.fd, &o.st);
+			presto_stamp(&c->txn, o.fd, true, &o.st);
 			log_attr(&ps->attr, &now, S_ISREG(now.st_mode));
 			ps->attr.set_mode = sa->mode.set_it;
 			ps->attr.set_uid = sa->uid.set_it;
@@ -683,10 +703,18 @@ static void nfs3_read(struct call *c, void *a, void *r)
 	}
 	size_t got = 0;
 	while (got < count) {
-		ssize_t n = pread(fd, buf + got, count - got, (off_t)(args->offset + got));
+		/* on the loop thread only what the page cache holds */
+		struct iovec iov = { buf + got, count - got };
+		ssize_t n = preadv2(fd, &iov, 1, (off_t)(args->offset + got),
+				    c->on_loop ? RWF_NOWAIT : 0);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (c->on_loop && (errno == EAGAIN || errno == EOPNOTSUPP)) {
+				free(buf);
+				res->status = call_defer(c);
+				goto fail;
+			}
 			res->status = vfs_nfserr(errno);
 			free(buf);
 			goto fail;
@@ -762,7 +790,7 @@ static void nfs3_write(struct call *c, void *a, void *r)
 		plog_write *pw = &c->txn.op.plog_op_u.write;
 		c->txn.op.type = PLOG_WRITE;
 		log_obj(c, 0, &pw->file, &o);
-		presto_stamp(&c->txn, o.fd, &o.st);
+		/* no stamp: see presto.c, "Applied stamps" */
 		pw->offset = args->offset;
 		pw->data.data_len = args->data.data_len;
 		pw->data.data_val = args->data.data_val;
@@ -855,6 +883,15 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 		goto out;
 	}
 	if (sa) {
+		if (sa->size.set_it && S_ISREG(n.st.st_mode) && c->txn.active) {
+			/* an existing file truncated by CREATE UNCHECKED */
+			vfs_become_root();
+			presto_prestamp(&c->txn, n.fd, true);
+			if (become(c, d) != NFS3_OK) {
+				st = NFS3ERR_PERM;
+				goto out;
+			}
+		}
 		int rc = apply_sattr(c, &n, sa, skip_mode);
 		if (rc < 0) {
 			st = vfs_nfserr(rc);
@@ -879,7 +916,7 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 			c->txn.op.type = PLOG_CREATE;
 			log_obj(c, 0, &pc->dir, d);
 			pc->name = presto_name(&c->txn, 0, name);
-			presto_stamp(&c->txn, d->fd, &d->st);
+			presto_stamp(&c->txn, d->fd, true, &d->st);
 			pc->type = now.st_mode & S_IFMT;
 			pc->mode = now.st_mode & 07777;
 			pc->rdev_major = major(now.st_rdev);
@@ -1235,7 +1272,7 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 		log_obj(c, 0, &pr->dir, &d);
 		pr->name = presto_name(&c->txn, 0, name);
 		presto_kh(&c->txn, 1, &pr->victim, &vkh);
-		presto_stamp(&c->txn, d.fd, &d.st);
+		presto_stamp(&c->txn, d.fd, true, &d.st);
 		pr->isdir = rmdir;
 		c->txn.has_op = true;
 	}
@@ -1338,8 +1375,8 @@ static void nfs3_rename(struct call *c, void *a, void *r)
 		pr->fromname = presto_name(&c->txn, 0, fname);
 		log_obj(c, 1, &pr->todir, &td);
 		pr->toname = presto_name(&c->txn, 1, tname);
-		presto_stamp(&c->txn, fd.fd, &fd.st);
-		presto_stamp(&c->txn, td.fd, &td.st);
+		presto_stamp(&c->txn, fd.fd, true, &fd.st);
+		presto_stamp(&c->txn, td.fd, true, &td.st);
 		presto_kh(&c->txn, 2, &pr->source, &skh);
 		pr->same_file = have_tkh && tst2.st_ino == sst.st_ino && tst2.st_dev == sst.st_dev;
 		pr->replaced = have_tkh && !pr->same_file;
@@ -1425,7 +1462,7 @@ static void nfs3_link(struct call *c, void *a, void *r)
 		log_obj(c, 0, &pl->file, &f);
 		log_obj(c, 1, &pl->dir, &d);
 		pl->name = presto_name(&c->txn, 0, name);
-		presto_stamp(&c->txn, d.fd, &d.st);
+		presto_stamp(&c->txn, d.fd, true, &d.st);
 		c->txn.has_op = true;
 	}
 	res->status = commit_change(c, &d, d.fd, name);
@@ -1755,6 +1792,9 @@ static void nfs3_commit(struct call *c, void *a, void *r)
 	if (presto_on(&o)) {
 		/* every acknowledged WRITE is in the NVRAM log already */
 		presto_count_commit_avoided();
+	} else if (!o.opts->async && c->on_loop) {
+		call_defer(c);
+		goto out;
 	} else if (!o.opts->async && commit_fd(o.fd, false) < 0) {
 		static long tok;
 		if (log_ratelimited(&tok))

@@ -37,6 +37,12 @@ struct call {
 	struct call_cred cred;
 	struct xtab *xt;		/* exports in force for this call (a reference) */
 	struct presto_txn txn;		/* presto on: the call's log record */
+	bool on_loop;			/* running inline on the event loop thread */
+	bool defer;			/* set by a handler running inline that would
+					 * have to wait (fsync, a held stripe, a full
+					 * log, an uncached READ) before it changed
+					 * anything: dispatch hands the call to a
+					 * worker, which runs it again from the start */
 };
 
 /* rpc_proc -- one row of a program's procedure table (Linux nfs3proc.c
@@ -76,8 +82,9 @@ extern const unsigned mount1_nprocs;
 
 /* dispatch -- the worker entry point: decode, authenticate, run, reply. */
 void dispatch(struct rpc_req *req);
-/* dispatch_inline_ok -- whether req may run on the event loop thread: the
- * procedures served from the inode and dentry caches (see dispatch.c). */
+/* dispatch_inline_ok -- whether req may try to run on the event loop thread:
+ * the procedures served from the inode and dentry caches, and those that
+ * defer themselves to a worker when they would wait (see dispatch.c). */
 bool dispatch_inline_ok(const struct rpc_req *req);
 
 /* addr_to_string -- numeric text of a socket address (no port). */

@@ -56,14 +56,22 @@
  * backing filesystem never makes it durable before the operation; a stamp
  * that is missing (a power cut between the two, or a filesystem without
  * extended attributes) leaves the rules above to decide.
- * Regular files carry the same stamp for WRITE and SETATTR. It lets a replay
- * onto a tree whose page cache survived (same boot: --replay=always after a
- * crash of the process) skip the records a file already reflects, so that
- * an operation applied but never logged (the process died between apply and
- * append, e.g. a truncation) is not mixed with older writes. After a reboot
- * file stamps are not trusted: the journal orders metadata, not the data of
- * overwrites, so a stamp could be durable without the data it vouches for;
- * every WRITE and SETATTR is then applied again.
+ * Regular files carry a stamp for SETATTR only, set twice: before the change
+ * to the last LSN appended (every record of the file up to there is applied:
+ * the stripe lock is held) and after the append to the record's LSN. It lets
+ * a replay onto a tree whose page cache survived (same boot: --replay=always
+ * after a crash of the process) skip the records a file already reflects, so
+ * that a truncation applied but never logged (the process died between apply
+ * and append) is not mixed with older writes replayed over it. WRITEs need
+ * no stamp (one setxattr less per WRITE): replaying a file's blind writes
+ * and size changes in order onto a state that already reflects them gives
+ * that state again; only the bytes of a WRITE applied but never logged may
+ * come out mixed with older data within its own range, which an
+ * unacknowledged WRITE may leave anyway (NFS writes are not atomic) and the
+ * client sends again. After a reboot file stamps are not trusted: the
+ * journal orders metadata, not the data of overwrites, so a stamp could be
+ * durable without the data it vouches for; every WRITE and SETATTR is then
+ * applied again.
  */
 #include "nfsd/presto.h"
 
@@ -107,6 +115,8 @@ static struct {
 	uint8_t verf[8];
 	uint8_t uuid[16];		/* the log's: part of every directory stamp */
 	bool trust_file_stamps;		/* the page cache survived (same boot) */
+	bool fast_persist;		/* persists are CPU work (pmem), no I/O */
+	unsigned syncing;		/* atomic: syncfs calls in progress */
 	pthread_mutex_t stripes[NSTRIPES];
 
 	/* run-time switches: export id -> off */
@@ -179,15 +189,22 @@ struct stamp {
 
 /* stamp_set -- mark directory dirfd (any kind of descriptor) as changed by
  * record lsn. Best effort: without a stamp replay falls back to its rules. */
-static void stamp_set(int dirfd, uint64_t lsn)
+static void stamp_set(int dirfd, bool o_path, uint64_t lsn)
 {
 	struct stamp st;
 	char p[32];
+	int rc;
 
 	memcpy(st.uuid, P.uuid, 16);
 	st.lsn = lsn;
-	vfs_proc_path(dirfd, p);
-	if (setxattr(p, STAMP_XATTR, &st, sizeof(st), 0) < 0 && errno != ENOTSUP) {
+	if (o_path) {
+		/* the xattr calls refuse O_PATH descriptors: go by the path */
+		vfs_proc_path(dirfd, p);
+		rc = setxattr(p, STAMP_XATTR, &st, sizeof(st), 0);
+	} else {
+		rc = fsetxattr(dirfd, STAMP_XATTR, &st, sizeof(st), 0);
+	}
+	if (rc < 0 && errno != ENOTSUP) {
 		static long tok;
 		if (log_ratelimited(&tok))
 			log_warn("stamping a directory with LSN %llu", (unsigned long long)lsn);
@@ -206,7 +223,7 @@ static bool stamp_covers(int dirfd, uint64_t lsn)
 	return memcmp(st.uuid, P.uuid, 16) == 0 && st.lsn >= lsn;
 }
 
-void presto_stamp(struct presto_txn *t, int fd, const struct stat *st)
+void presto_stamp(struct presto_txn *t, int fd, bool o_path, const struct stat *st)
 {
 	if (!(S_ISDIR(st->st_mode) || S_ISREG(st->st_mode)))
 		return;
@@ -217,11 +234,23 @@ void presto_stamp(struct presto_txn *t, int fd, const struct stat *st)
 		int dfd = dup(fd);
 		if (dfd >= 0) {
 			t->stampfds[t->nstamps] = dfd;
+			t->stamp_opath[t->nstamps] = o_path;
 			t->stampdev[t->nstamps] = st->st_dev;
 			t->stampino[t->nstamps] = st->st_ino;
 			t->nstamps++;
 		}
 	}
+}
+
+void presto_prestamp(struct presto_txn *t, int fd, bool o_path)
+{
+	struct nvlog_stats s;
+
+	if (!t->active)
+		return;
+	nvlog_stats(P.log, &s);
+	if (s.head_lsn)
+		stamp_set(fd, o_path, s.head_lsn);
 }
 
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name)
@@ -453,13 +482,22 @@ int presto_sync_all(void)
 		for (size_t k = 0; k < i; k++)
 			if (x->v[k].dev == x->v[i].dev)
 				seen = true;
-		if (!seen && syncfs(x->v[i].root_fd) < 0) {
+		if (seen)
+			continue;
+		__atomic_add_fetch(&P.syncing, 1, __ATOMIC_RELAXED);
+		if (syncfs(x->v[i].root_fd) < 0) {
 			rc = -errno;
 			log_warn("syncfs of export %s", x->v[i].e->path);
 		}
+		__atomic_sub_fetch(&P.syncing, 1, __ATOMIC_RELAXED);
 	}
 	xtab_put(x);
 	return rc;
+}
+
+bool presto_syncing(void)
+{
+	return __atomic_load_n(&P.syncing, __ATOMIC_RELAXED) != 0;
 }
 
 /* ---- the write path ---- */
@@ -483,6 +521,50 @@ static void kick_destager(void)
 	pthread_mutex_lock(&P.d_lock);
 	pthread_cond_signal(&P.d_cond);
 	pthread_mutex_unlock(&P.d_lock);
+}
+
+/* sort_stripes -- t's stripes for objects (devs, inos), distinct, in the
+ * one locking order (ascending) that keeps two operations from deadlocking. */
+static void sort_stripes(struct presto_txn *t, const dev_t *devs, const ino_t *inos, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		unsigned s = stripe_of(devs[i], inos[i]);
+		unsigned k;
+		for (k = 0; k < t->nstripes && t->stripes[k] != s; k++)
+			;
+		if (k == t->nstripes)
+			t->stripes[t->nstripes++] = s;
+	}
+	for (unsigned i = 1; i < t->nstripes; i++)
+		for (unsigned k = i; k > 0 && t->stripes[k - 1] > t->stripes[k]; k--) {
+			unsigned tmp = t->stripes[k];
+			t->stripes[k] = t->stripes[k - 1];
+			t->stripes[k - 1] = tmp;
+		}
+}
+
+int presto_begin_nowait(struct presto_txn *t, const dev_t *devs, const ino_t *inos, unsigned n,
+			size_t est_bytes)
+{
+	uint64_t free_bytes;
+
+	memset(t, 0, sizeof(*t));
+	if (!P.fast_persist)
+		return -EWOULDBLOCK;	/* every persist is an msync: a worker's job */
+	log_space(&free_bytes);
+	if (free_bytes < est_bytes + 2 * SPACE_SLACK)
+		return -EWOULDBLOCK;	/* the full-log wait is a worker's job */
+	sort_stripes(t, devs, inos, n);
+	for (unsigned i = 0; i < t->nstripes; i++) {
+		if (pthread_mutex_trylock(&P.stripes[t->stripes[i]]) != 0) {
+			while (i-- > 0)
+				pthread_mutex_unlock(&P.stripes[t->stripes[i]]);
+			t->nstripes = 0;
+			return -EWOULDBLOCK;
+		}
+	}
+	t->active = true;
+	return 0;
 }
 
 int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, unsigned n,
@@ -518,21 +600,7 @@ int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, uns
 			pthread_mutex_unlock(&P.d_lock);
 		}
 	}
-	for (unsigned i = 0; i < n; i++) {
-		unsigned s = stripe_of(devs[i], inos[i]);
-		unsigned k;
-		for (k = 0; k < t->nstripes && t->stripes[k] != s; k++)
-			;
-		if (k == t->nstripes)
-			t->stripes[t->nstripes++] = s;
-	}
-	/* a fixed order (ascending) keeps two operations from deadlocking */
-	for (unsigned i = 1; i < t->nstripes; i++)
-		for (unsigned k = i; k > 0 && t->stripes[k - 1] > t->stripes[k]; k--) {
-			unsigned tmp = t->stripes[k];
-			t->stripes[k] = t->stripes[k - 1];
-			t->stripes[k - 1] = tmp;
-		}
+	sort_stripes(t, devs, inos, n);
 	for (unsigned i = 0; i < t->nstripes; i++)
 		pthread_mutex_lock(&P.stripes[t->stripes[i]]);
 	t->active = true;
@@ -604,7 +672,7 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 		/* still under the stripe locks: no later record on these
 		 * directories can stamp them first */
 		for (unsigned i = 0; i < t->nstamps; i++)
-			stamp_set(t->stampfds[i], t->lsn);
+			stamp_set(t->stampfds[i], t->stamp_opath[i], t->lsn);
 	}
 out:
 	if (rc < 0) {
@@ -887,7 +955,7 @@ static int replay_write(struct replay_ctx *rc, const plog_write *w)
 	ssize_t n = pwrite(wfd, w->data.data_val, w->data.data_len, (off_t)w->offset);
 	int e = n < 0 ? -errno : (size_t)n != w->data.data_len ? -EIO : 0;
 	if (e == 0)
-		stamp_set(wfd, rc->lsn);
+		stamp_set(wfd, true, rc->lsn);
 	close(wfd);
 	return e;
 }
@@ -905,7 +973,7 @@ static int replay_setattr(struct replay_ctx *rc, const plog_setattr *s)
 	}
 	int e = fstat(fd, &st) < 0 ? -errno : replay_attr(fd, &s->attr, S_ISLNK(st.st_mode));
 	if (e == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
-		stamp_set(fd, rc->lsn);
+		stamp_set(fd, true, rc->lsn);
 	close(fd);
 	return e;
 }
@@ -949,7 +1017,7 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 		e = -errno;
 		goto out;
 	}
-	stamp_set(dfd, rc->lsn);
+	stamp_set(dfd, true, rc->lsn);
 	e = replay_attr(nfd, &c->attr, (c->type & S_IFMT) == S_IFLNK);
 	struct fh_kernel old, now;
 	kh_from_plog(&c->result, &old);
@@ -974,7 +1042,7 @@ static int replay_remove(struct replay_ctx *rc, const plog_remove *r)
 		if (unlinkat(dfd, r->name, r->isdir ? AT_REMOVEDIR : 0) < 0)
 			e = -errno;
 		else
-			stamp_set(dfd, rc->lsn);
+			stamp_set(dfd, true, rc->lsn);
 	}
 	close(dfd);
 	return e;
@@ -1006,8 +1074,8 @@ static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
 		} else if (renameat(fdir, r->fromname, tdir, r->toname) < 0) {
 			e = -errno;
 		} else {
-			stamp_set(fdir, rc->lsn);
-			stamp_set(tdir, rc->lsn);
+			stamp_set(fdir, true, rc->lsn);
+			stamp_set(tdir, true, rc->lsn);
 		}
 	} else if (r->replaced && same_object(r->todir.export_id, tdir, r->toname, &r->target) &&
 		   !same_object(r->todir.export_id, tdir, r->toname, &r->source)) {
@@ -1040,7 +1108,7 @@ static int replay_link(struct replay_ctx *rc, const plog_link *l)
 		if (linkat(AT_FDCWD, p, dfd, l->name, AT_SYMLINK_FOLLOW) < 0)
 			e = -errno;
 		else
-			stamp_set(dfd, rc->lsn);
+			stamp_set(dfd, true, rc->lsn);
 		close(ffd);
 	}
 	close(dfd);
@@ -1153,6 +1221,7 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 	}
 	memcpy(P.verf, &info.epoch, 8);
 	memcpy(P.uuid, info.uuid, 16);
+	P.fast_persist = info.kind == NVLOG_KIND_PMEM || info.kind == NVLOG_KIND_EMULATED;
 	P.trust_file_stamps = !info.boot_id_changed;
 	P.state = "RECOVERING";
 	rd_load();

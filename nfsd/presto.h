@@ -69,6 +69,7 @@ struct presto_txn {
 	int stampfds[PRESTO_MAX_OBJS];	/* objects to stamp (dup'ed, owned) */
 	dev_t stampdev[PRESTO_MAX_OBJS];
 	ino_t stampino[PRESTO_MAX_OBJS];
+	bool stamp_opath[PRESTO_MAX_OBJS];	/* stampfds[i] is O_PATH */
 	unsigned nstamps;
 	uint64_t lsn;
 };
@@ -95,15 +96,25 @@ void presto_write_verf(uint8_t out[8]);
  * applying anything). */
 int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, unsigned n,
 		 size_t est_bytes);
+/* presto_begin_nowait -- presto_begin for the event loop thread: never
+ * waits. Returns -EWOULDBLOCK (nothing locked) when it would have to: a
+ * stripe is held by another call, the log is near full, or a persist of this
+ * log is an msync rather than CPU work; the call then goes to a worker. */
+int presto_begin_nowait(struct presto_txn *t, const dev_t *devs, const ino_t *inos, unsigned n,
+			size_t est_bytes);
 /* presto_kh -- fill *dst with kernel handle kh, stored in t's slot. */
 struct fh_kernel;
 void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct fh_kernel *kh);
-/* presto_stamp -- a directory or regular file (fd, whose stat is st) the
- * operation changes: once the record is appended, it is stamped with the
- * record's LSN (see presto.c, "Applied stamps"). Other kinds of objects are
- * not stamped. */
+/* presto_stamp -- a directory or regular file (fd, whose stat is st; o_path:
+ * fd is an O_PATH descriptor) the operation changes: once the record is
+ * appended, it is stamped with the record's LSN (see presto.c, "Applied
+ * stamps"). Other kinds of objects are not stamped. */
 struct stat;
-void presto_stamp(struct presto_txn *t, int fd, const struct stat *st);
+void presto_stamp(struct presto_txn *t, int fd, bool o_path, const struct stat *st);
+/* presto_prestamp -- before a change that older records must not be replayed
+ * over (a truncation): stamp regular file fd with the last LSN appended. Its
+ * stripe is locked, so every record of it up to there is applied. */
+void presto_prestamp(struct presto_txn *t, int fd, bool o_path);
 /* presto_name -- a NUL-terminated copy of name in t's name slot. */
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name);
 /* presto_commit -- append t's record with the reply and its DRC key, then
@@ -116,6 +127,10 @@ int presto_wait(struct presto_txn *t);
 /* presto_sync_all -- syncfs every exported filesystem (the fallback when a
  * record cannot be logged). Returns 0 or -errno. */
 int presto_sync_all(void);
+
+/* presto_syncing -- whether a syncfs of an exported filesystem is in
+ * progress (a destage): changes to it may wait for the journal meanwhile. */
+bool presto_syncing(void);
 
 /* presto_flush -- destage now and wait until the log is empty up to what
  * was appended when called. Returns 0 or -errno. */

@@ -74,7 +74,7 @@ struct rpc_conn {
 };
 
 #define RPC_MAX_LISTENERS 8
-#define RPC_BUSY_POLL_NS (50 * 1000)
+#define RPC_BUSY_POLL_NS (100 * 1000)
 
 static struct {
 	int epfd;
@@ -100,6 +100,19 @@ static struct {
 	struct rpc_conn *conns, *closed;
 	uint8_t stage[64 * 1024];
 } R;
+
+static void worker_enqueue(struct rpc_req *req);
+static __thread bool on_loop_thread;
+
+bool rpc_on_loop(void)
+{
+	return on_loop_thread;
+}
+
+void rpc_defer(struct rpc_req *req)
+{
+	worker_enqueue(req);
+}
 
 uint64_t rpc_now_ns(void)
 {
@@ -631,6 +644,7 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 
 	uint64_t busy_until = 0;
 
+	on_loop_thread = true;
 	while (!__atomic_load_n(&R.stopping, __ATOMIC_ACQUIRE)) {
 		/* Right after serving, poll without sleeping for a short while:
 		 * a client that answers quickly then finds the loop awake, and a
@@ -638,8 +652,6 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 		 * per call. Bounded: the loop sleeps as soon as it has been idle
 		 * for RPC_BUSY_POLL_NS. */
 		int n = epoll_wait(R.epfd, evs, 64, rpc_now_ns() < busy_until ? 0 : 1000);
-		if (n > 0)
-			busy_until = rpc_now_ns() + RPC_BUSY_POLL_NS;
 		for (int i = 0; i < n; i++) {
 			struct ep_item *it = evs[i].data.ptr;
 			switch (it->kind) {
@@ -675,6 +687,10 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 			}
 			}
 		}
+		/* counted from the end of the batch: the calls it ran inline
+		 * must not eat the client's window */
+		if (n > 0)
+			busy_until = rpc_now_ns() + RPC_BUSY_POLL_NS;
 		reap_closed();
 	}
 

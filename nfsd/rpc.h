@@ -2,9 +2,11 @@
  * rpc.h -- ONC RPC (RFC 5531) transport of presto-nfsd: TCP listeners,
  * record marking, an epoll event loop and a pool of worker threads.
  *
- * The event loop thread only reads: it cuts the byte stream into records
- * (multi-fragment, bounded by RPC_MAX_RECORD) and queues each as an
- * rpc_req for the workers. A worker runs rpc_dispatch_fn on it; the reply
+ * The event loop thread reads: it cuts the byte stream into records
+ * (multi-fragment, bounded by RPC_MAX_RECORD) and either runs a record's
+ * rpc_dispatch_fn itself (the calls inline_ok picks, which hand themselves
+ * to a worker with rpc_defer when they find they would wait) or queues it
+ * as an rpc_req for the workers, which run rpc_dispatch_fn on it; the reply
  * may be sent from any thread at any later time with rpc_reply(), which
  * writes directly when the connection's queue is empty and otherwise queues
  * the bytes for the event loop (EPOLLOUT). So replies may leave out of
@@ -52,9 +54,11 @@ typedef void (*rpc_dispatch_fn)(struct rpc_req *req);
 int rpc_listen_addr(const char *addr, unsigned port, struct rpc_listen *l);
 
 /* rpc_init -- create the event loop and nthreads workers that call fn.
- * inline_ok, if given, picks the calls cheap enough to run on the event
+ * inline_ok, if given, picks the calls that may try to run on the event
  * loop thread itself (no hand-off to a worker: one wake-up less per call);
- * they must never wait for the disk or for the log. */
+ * such a call must never wait for the disk or for the log: when it finds
+ * it would, it gives itself to a worker with rpc_defer before changing
+ * anything. */
 int rpc_init(unsigned nthreads, rpc_dispatch_fn fn, bool (*inline_ok)(const struct rpc_req *req));
 /* rpc_add_listener -- bind and listen on l (port 0: ephemeral; the chosen
  * port is written back into l). Returns 0 or -errno. */
@@ -72,6 +76,13 @@ void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len);
 void rpc_drop(struct rpc_req *req);
 /* rpc_close_conn -- close req's connection after this request (bad stream). */
 void rpc_close_conn(struct rpc_req *req);
+
+/* rpc_on_loop -- whether the calling thread is the event loop's (a call
+ * running inline). */
+bool rpc_on_loop(void);
+/* rpc_defer -- hand req, which started inline on the loop thread and found
+ * it would have to wait, to a worker that runs it from the start. */
+void rpc_defer(struct rpc_req *req);
 
 /* rpc_now_ns -- CLOCK_MONOTONIC in nanoseconds. */
 uint64_t rpc_now_ns(void);

@@ -62,8 +62,24 @@ void stats_snapshot(struct stats_proc out[STATS_NPROCS])
 	}
 }
 
+static uint64_t L[3];	/* enum stats_loop_event */
+
+void stats_loop(enum stats_loop_event e)
+{
+	__atomic_add_fetch(&L[e], 1, __ATOMIC_RELAXED);
+}
+
+void stats_loop_snapshot(struct stats_loop *out)
+{
+	out->inline_calls = __atomic_load_n(&L[STATS_LOOP_INLINE], __ATOMIC_RELAXED);
+	out->deferred = __atomic_load_n(&L[STATS_LOOP_DEFERRED], __ATOMIC_RELAXED);
+	out->pauses = __atomic_load_n(&L[STATS_LOOP_PAUSE], __ATOMIC_RELAXED);
+}
+
 void stats_reset(void)
 {
+	for (int i = 0; i < 3; i++)
+		__atomic_store_n(&L[i], 0, __ATOMIC_RELAXED);
 	for (int i = 0; i < STATS_NPROCS; i++) {
 		__atomic_store_n(&S[i].count, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&S[i].errors, 0, __ATOMIC_RELAXED);

@@ -32,6 +32,15 @@ uint64_t stats_percentile(const struct stats_proc *p, double q);
  * ns (a Prometheus histogram's cumulative "le" count; each of our buckets
  * is at most 25% wide, so it falls within 25% of the boundary). */
 uint64_t stats_count_le(const struct stats_proc *p, uint64_t ns);
+/* Calls on the event loop thread: run there to the end (inline), handed to
+ * a worker because they would have waited (deferred), and the pauses of
+ * inline changes after slow ones (dispatch.c). */
+enum stats_loop_event { STATS_LOOP_INLINE, STATS_LOOP_DEFERRED, STATS_LOOP_PAUSE };
+struct stats_loop {
+	uint64_t inline_calls, deferred, pauses;
+};
+void stats_loop(enum stats_loop_event e);
+void stats_loop_snapshot(struct stats_loop *out);
 /* stats_bucket -- histogram index of a latency in ns (exposed for tests). */
 unsigned stats_bucket(uint64_t ns);
 /* stats_proc_name -- "GETATTR", "MNT", ... for idx. */

@@ -333,8 +333,15 @@ static int server_start(int replay_always, int wait_ready)
 	argv[argc] = NULL;
 
 	srv.starts++;
-	hist_add("- S: server start %d%s%s", srv.starts, cfg.presto && replay_always ? " --replay=always" : "",
-		 wait_ready ? "" : " (killed during start-up)");
+	/* The log on /dev/shm is persistent memory for presto-nfsd only with
+	 * PMEM_IS_PMEM_FORCE=1 (as `make run` sets it): then changes run on
+	 * its event loop thread. Without it every persist is an msync and
+	 * changes run on the workers. Starts alternate between the two, so
+	 * the kills hit both paths, and a log written by one is recovered by
+	 * the other. */
+	int pmem_force = cfg.presto && srv.starts % 2 == 1;
+	hist_add("- S: server start %d%s%s%s", srv.starts, cfg.presto && replay_always ? " --replay=always" : "",
+		 pmem_force ? " (log as pmem)" : "", wait_ready ? "" : " (killed during start-up)");
 	if (wait_ready && srv.starts > 1)
 		script_mark_restart(cfg.presto && replay_always);
 	server_logf("=== crash_nfs: start %d:", srv.starts);
@@ -359,6 +366,10 @@ static int server_start(int replay_always, int wait_ready)
 		fd = open("/dev/null", O_RDONLY);
 		if (fd >= 0)
 			dup2(fd, 0);
+		if (pmem_force)
+			setenv("PMEM_IS_PMEM_FORCE", "1", 1);
+		else
+			unsetenv("PMEM_IS_PMEM_FORCE");
 		execv(bin, argv);
 		fprintf(stderr, "crash_nfs: exec %s: %s\n", bin, strerror(errno));
 		_exit(127);

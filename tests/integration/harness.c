@@ -373,7 +373,11 @@ static int it_start_presto(struct it_server *s, int flags)
 		if (!(flags & IT_RPCBIND))
 			argv[n++] = "--no-rpcbind";
 		if (it_nvram) {
-			/* presto on: the NVRAM log in the temp dir */
+			/* presto on: the NVRAM log in the temp dir, treated as
+			 * persistent memory as `make run` treats /dev/shm (so
+			 * changes run on the event loop thread, as in the
+			 * product; the crash tests cover the msync kind too) */
+			setenv("PMEM_IS_PMEM_FORCE", "1", 1);
 			snprintf(nvram, sizeof(nvram), "%s/nvram.log", s->dir);
 			argv[n++] = "--nvram";
 			argv[n++] = nvram;

@@ -6,7 +6,9 @@
  *  - replaying the live log after a crash (--replay=always, as after a power
  *    cut) reproduces the acknowledged state and never rolls a file back to
  *    an older version (invariant 3: replay is idempotent, in LSN order);
- *  - nopresto exports work with the log present.
+ *  - nopresto exports work with the log present;
+ *  - changes run on the event loop thread when nothing makes them wait, and
+ *    go to the workers when something would (a nopresto export's fsync).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -297,6 +301,113 @@ static void test_nopresto_export(void **state)
 	it_rpc_close(rpc);
 }
 
+/* loop_stats -- the server's counters of calls run on its event loop thread
+ * and of calls handed from there to a worker (control socket "stats"). */
+static void loop_stats(uint64_t *inl, uint64_t *deferred)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char buf[65536];
+	size_t got = 0;
+	const char *p;
+	int fd;
+
+	int k = snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/state/control.sock", srv.dir);
+	assert_true(k > 0 && (size_t)k < sizeof(sa.sun_path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(it_send_all(fd, "{\"cmd\":\"stats\"}\n", 16), 0);
+	while (got < sizeof(buf) - 1 && !memchr(buf, '\n', got)) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		assert_int_equal(poll(&pf, 1, IT_TIMEOUT_MS), 1);
+		ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	p = strstr(buf, "\"inline\":");
+	assert_non_null(p);
+	*inl = strtoull(p + 9, NULL, 10);
+	p = strstr(buf, "\"deferred\":");
+	assert_non_null(p);
+	*deferred = strtoull(p + 11, NULL, 10);
+}
+
+static void test_changes_inline_or_deferred(void **state)
+{
+	/* With the log in (emulated) persistent memory, changes to a presto
+	 * export run on the event loop thread; changes to a nopresto export,
+	 * which must fsync, are handed to the workers; so are changes to an
+	 * object whose stripe a worker holds. Every reply and every byte is
+	 * right either way. */
+	const struct it_export ex[] = {
+		{ "on", "127.0.0.1(rw,insecure,no_root_squash)" },
+		{ "off", "127.0.0.1(rw,insecure,no_root_squash,nopresto)" },
+	};
+	struct rpc_context *m, *rpc;
+	struct it_fh on, off, f_on, f_off;
+	char off_path[256], block[4096];
+	uint64_t inl0, def0, inl1, def1, inl2, def2;
+	size_t len;
+	char *p;
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	it_nvram = 1;
+	assert_int_equal(it_server_startv(&srv, ex, 2, 0), 0);
+	snprintf(off_path, sizeof(off_path), "%s/off", srv.dir);
+	m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	assert_non_null(m);
+	assert_int_equal(it_mnt(m, srv.export, &on), MNT3_OK);
+	assert_int_equal(it_mnt(m, off_path, &off), MNT3_OK);
+	it_rpc_close(m);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+
+	loop_stats(&inl0, &def0);
+	assert_int_equal(it_create(rpc, &on, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f_on = r.fh;
+	for (int i = 0; i < 32; i++) {
+		memset(block, 'a' + i % 26, sizeof(block));
+		assert_int_equal(it_write(rpc, &f_on, (uint64_t)i * sizeof(block), block,
+					  sizeof(block), FILE_SYNC, &r), NFS3_OK);
+		assert_int_equal(r.committed, FILE_SYNC);
+	}
+	loop_stats(&inl1, &def1);
+	/* the CREATE and the 32 WRITEs (and the first stats call's nothing) */
+	assert_true(inl1 - inl0 >= 33);
+	assert_int_equal(def1 - def0, 0);
+
+	assert_int_equal(it_create(rpc, &off, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f_off = r.fh;
+	for (int i = 0; i < 32; i++) {
+		memset(block, 'A' + i % 26, sizeof(block));
+		assert_int_equal(it_write(rpc, &f_off, (uint64_t)i * sizeof(block), block,
+					  sizeof(block), FILE_SYNC, &r), NFS3_OK);
+		assert_int_equal(r.committed, FILE_SYNC);
+	}
+	assert_int_equal(it_remove(rpc, &off, "gone", &r), NFS3ERR_NOENT);
+	loop_stats(&inl2, &def2);
+	/* the CREATE, the 32 WRITEs and the REMOVE went to the workers */
+	assert_true(def2 - def1 >= 34);
+
+	p = it_read_file(it_path(&srv, "f"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 32 * sizeof(block));
+	for (int i = 0; i < 32; i++)
+		assert_int_equal(p[i * sizeof(block)], 'a' + i % 26);
+	free(p);
+	p = it_read_file(it_path(&srv, "../off/f"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 32 * sizeof(block));
+	for (int i = 0; i < 32; i++)
+		assert_int_equal(p[i * sizeof(block) + 4095], 'A' + i % 26);
+	free(p);
+	it_rpc_close(rpc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -304,6 +415,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_replay_never_rolls_back, test_teardown),
 		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
+		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 	};
 
 	it_init(58);
