@@ -200,8 +200,9 @@ static const struct rpc_proc *find_proc(struct rpc_req *req, struct call *c)
 	return &t[c->proc];
 }
 
-/* Inline calls that may defer: a call over INLINE_SLOW_NS is slow; when slow
- * calls add up to INLINE_WINDOW_SLOW_NS within INLINE_WINDOW_NS, the rest go
+/* Inline calls that may defer: a call over INLINE_SLOW_NS while another
+ * connection waits is slow; when slow calls add up to INLINE_WINDOW_SLOW_NS
+ * within INLINE_WINDOW_NS, the rest go
  * to the workers for a while (doubling, up to the maximum, while it happens
  * again within INLINE_CALM_NS of the end of the last pause). */
 #define INLINE_SLOW_NS (1000 * 1000ull)
@@ -275,7 +276,9 @@ static void inline_check(const struct rpc_proc *p, uint64_t t0)
 	uint64_t now = rpc_now_ns();
 	uint64_t until = __atomic_load_n(&inline_off_until, __ATOMIC_RELAXED);
 
-	if (now - t0 <= INLINE_SLOW_NS)
+	/* a slow call delays only its own client's calls unless another
+	 * connection has calls in flight (this one counts itself) */
+	if (now - t0 <= INLINE_SLOW_NS || rpc_busy_conns() < 2)
 		return;
 	/* one slow call may be the scheduler's doing (two cores, many
 	 * threads); slow calls adding up to a share of the loop's time are a

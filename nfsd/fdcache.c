@@ -200,6 +200,19 @@ void fdcache_put(struct fdcache_ref *ref)
 	fdcache_close_later(fd);
 }
 
+struct fdcache_ref *fdcache_hold(struct fdcache_ref *ref)
+{
+	pthread_mutex_lock(&C.lock);
+	ref->refs++;
+	pthread_mutex_unlock(&C.lock);
+	return ref;
+}
+
+int fdcache_fd(const struct fdcache_ref *ref)
+{
+	return ref->fd;
+}
+
 void fdcache_forget(struct fdcache_ref *ref)
 {
 	pthread_mutex_lock(&C.lock);

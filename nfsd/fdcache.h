@@ -27,6 +27,11 @@ void fdcache_init(unsigned entries);
  * fdcache_put(*ref)) or -errno. */
 int fdcache_get(uint32_t export_id, const struct fh_kernel *kh, int mount_fd, struct fdcache_ref **ref);
 void fdcache_put(struct fdcache_ref *ref);
+/* fdcache_hold -- one more reference to ref (dropped with fdcache_put);
+ * returns ref. */
+struct fdcache_ref *fdcache_hold(struct fdcache_ref *ref);
+/* fdcache_fd -- ref's O_PATH descriptor. */
+int fdcache_fd(const struct fdcache_ref *ref);
 /* fdcache_forget -- drop the entry of ref (still valid until put). */
 void fdcache_forget(struct fdcache_ref *ref);
 /* fdcache_data_fd -- a descriptor for reading (O_RDONLY) or writing

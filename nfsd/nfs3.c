@@ -495,7 +495,7 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 			const sattr3 *sa = &args->new_attributes;
 			c->txn.op.type = PLOG_SETATTR;
 			log_obj(c, 0, &ps->obj, &o);
-			presto_stamp(&c->txn, o.fd, true, &o.st);
+			presto_stamp(&c->txn, o.fd, o.ref, &o.st);
 			log_attr(&ps->attr, &now, S_ISREG(now.st_mode));
 			ps->attr.set_mode = sa->mode.set_it;
 			ps->attr.set_uid = sa->uid.set_it;
@@ -916,7 +916,7 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 			c->txn.op.type = PLOG_CREATE;
 			log_obj(c, 0, &pc->dir, d);
 			pc->name = presto_name(&c->txn, 0, name);
-			presto_stamp(&c->txn, d->fd, true, &d->st);
+			presto_stamp(&c->txn, d->fd, d->ref, &d->st);
 			pc->type = now.st_mode & S_IFMT;
 			pc->mode = now.st_mode & 07777;
 			pc->rdev_major = major(now.st_rdev);
@@ -1272,7 +1272,7 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 		log_obj(c, 0, &pr->dir, &d);
 		pr->name = presto_name(&c->txn, 0, name);
 		presto_kh(&c->txn, 1, &pr->victim, &vkh);
-		presto_stamp(&c->txn, d.fd, true, &d.st);
+		presto_stamp(&c->txn, d.fd, d.ref, &d.st);
 		pr->isdir = rmdir;
 		c->txn.has_op = true;
 	}
@@ -1375,8 +1375,8 @@ static void nfs3_rename(struct call *c, void *a, void *r)
 		pr->fromname = presto_name(&c->txn, 0, fname);
 		log_obj(c, 1, &pr->todir, &td);
 		pr->toname = presto_name(&c->txn, 1, tname);
-		presto_stamp(&c->txn, fd.fd, true, &fd.st);
-		presto_stamp(&c->txn, td.fd, true, &td.st);
+		presto_stamp(&c->txn, fd.fd, fd.ref, &fd.st);
+		presto_stamp(&c->txn, td.fd, td.ref, &td.st);
 		presto_kh(&c->txn, 2, &pr->source, &skh);
 		pr->same_file = have_tkh && tst2.st_ino == sst.st_ino && tst2.st_dev == sst.st_dev;
 		pr->replaced = have_tkh && !pr->same_file;
@@ -1462,7 +1462,7 @@ static void nfs3_link(struct call *c, void *a, void *r)
 		log_obj(c, 0, &pl->file, &f);
 		log_obj(c, 1, &pl->dir, &d);
 		pl->name = presto_name(&c->txn, 0, name);
-		presto_stamp(&c->txn, d.fd, true, &d.st);
+		presto_stamp(&c->txn, d.fd, d.ref, &d.st);
 		c->txn.has_op = true;
 	}
 	res->status = commit_change(c, &d, d.fd, name);

@@ -91,6 +91,7 @@
 
 #include "cache/nvlog.h"
 #include "nfsd/export_table.h"
+#include "nfsd/fdcache.h"
 #include "nfsd/fh.h"
 #include "nfsd/log.h"
 #include "nfsd/nfsd.h"
@@ -223,23 +224,46 @@ static bool stamp_covers(int dirfd, uint64_t lsn)
 	return memcmp(st.uuid, P.uuid, 16) == 0 && st.lsn >= lsn;
 }
 
-void presto_stamp(struct presto_txn *t, int fd, bool o_path, const struct stat *st)
+void presto_stamp(struct presto_txn *t, int fd, struct fdcache_ref *ref, const struct stat *st)
 {
 	if (!(S_ISDIR(st->st_mode) || S_ISREG(st->st_mode)))
 		return;
 	for (unsigned i = 0; i < t->nstamps; i++)
 		if (t->stampino[i] == st->st_ino && t->stampdev[i] == st->st_dev)
 			return;
-	if (t->nstamps < PRESTO_MAX_OBJS) {
-		int dfd = dup(fd);
-		if (dfd >= 0) {
-			t->stampfds[t->nstamps] = dfd;
-			t->stamp_opath[t->nstamps] = o_path;
-			t->stampdev[t->nstamps] = st->st_dev;
-			t->stampino[t->nstamps] = st->st_ino;
-			t->nstamps++;
-		}
+	if (t->nstamps >= PRESTO_MAX_OBJS)
+		return;
+	unsigned k = t->nstamps;
+	if (ref) {
+		/* a cached object: its entry stays until the stamp is set, and
+		 * its cached read descriptor takes fsetxattr (no dup, no path) */
+		t->stamprefs[k] = fdcache_hold(ref);
+		t->stampfds[k] = -1;
+	} else {
+		t->stamprefs[k] = NULL;
+		t->stampfds[k] = dup(fd);
+		if (t->stampfds[k] < 0)
+			return;
 	}
+	t->stampdev[k] = st->st_dev;
+	t->stampino[k] = st->st_ino;
+	t->nstamps++;
+}
+
+/* stamp_obj -- stamp object i of t with t->lsn (as root). */
+static void stamp_obj(struct presto_txn *t, unsigned i)
+{
+	struct fdcache_ref *ref = t->stamprefs[i];
+
+	if (!ref) {
+		stamp_set(t->stampfds[i], true, t->lsn);
+		return;
+	}
+	int fd = fdcache_data_fd(ref, O_RDONLY);
+	if (fd >= 0)
+		stamp_set(fd, false, t->lsn);
+	else
+		stamp_set(fdcache_fd(ref), true, t->lsn);
 }
 
 void presto_prestamp(struct presto_txn *t, int fd, bool o_path)
@@ -619,8 +643,12 @@ static void presto_abort(struct presto_txn *t)
 {
 	if (t->active)
 		unlock_stripes(t);
-	for (unsigned i = 0; i < t->nstamps; i++)
-		close(t->stampfds[i]);
+	for (unsigned i = 0; i < t->nstamps; i++) {
+		if (t->stamprefs[i])
+			fdcache_put(t->stamprefs[i]);
+		else
+			close(t->stampfds[i]);
+	}
 	t->nstamps = 0;
 	free(t->target);
 	t->target = NULL;
@@ -672,7 +700,7 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 		/* still under the stripe locks: no later record on these
 		 * directories can stamp them first */
 		for (unsigned i = 0; i < t->nstamps; i++)
-			stamp_set(t->stampfds[i], t->stamp_opath[i], t->lsn);
+			stamp_obj(t, i);
 	}
 out:
 	if (rc < 0) {

@@ -66,10 +66,12 @@ struct presto_txn {
 	char names[2][PLOG_NAME_MAX + 1];
 	char khs[PRESTO_MAX_OBJS][PLOG_KH_MAX];
 	char *target;			/* symlink target (owned) */
-	int stampfds[PRESTO_MAX_OBJS];	/* objects to stamp (dup'ed, owned) */
+	/* objects to stamp: a held descriptor cache entry, or else a dup'ed
+	 * (owned) O_PATH descriptor */
+	struct fdcache_ref *stamprefs[PRESTO_MAX_OBJS];
+	int stampfds[PRESTO_MAX_OBJS];
 	dev_t stampdev[PRESTO_MAX_OBJS];
 	ino_t stampino[PRESTO_MAX_OBJS];
-	bool stamp_opath[PRESTO_MAX_OBJS];	/* stampfds[i] is O_PATH */
 	unsigned nstamps;
 	uint64_t lsn;
 };
@@ -105,12 +107,14 @@ int presto_begin_nowait(struct presto_txn *t, const dev_t *devs, const ino_t *in
 /* presto_kh -- fill *dst with kernel handle kh, stored in t's slot. */
 struct fh_kernel;
 void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct fh_kernel *kh);
-/* presto_stamp -- a directory or regular file (fd, whose stat is st; o_path:
- * fd is an O_PATH descriptor) the operation changes: once the record is
- * appended, it is stamped with the record's LSN (see presto.c, "Applied
- * stamps"). Other kinds of objects are not stamped. */
+/* presto_stamp -- a directory or regular file (O_PATH descriptor fd, from
+ * descriptor cache entry ref if not NULL; its stat is st) the operation
+ * changes: once the record is appended, it is stamped with the record's LSN
+ * (see presto.c, "Applied stamps"). Other kinds of objects are not
+ * stamped. */
 struct stat;
-void presto_stamp(struct presto_txn *t, int fd, bool o_path, const struct stat *st);
+struct fdcache_ref;
+void presto_stamp(struct presto_txn *t, int fd, struct fdcache_ref *ref, const struct stat *st);
 /* presto_prestamp -- before a change that older records must not be replayed
  * over (a truncation): stamp regular file fd with the last LSN appended. Its
  * stripe is locked, so every record of it up to there is applied. */

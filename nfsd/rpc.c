@@ -93,6 +93,7 @@ static struct {
 
 	int stopping;			/* atomic */
 	int pending;			/* atomic: requests not yet finished */
+	int busy_conns;			/* atomic: connections with calls in flight */
 	/* The loop thread drops a closed connection's loop reference only
 	 * between epoll batches, so no event of the current batch can point to
 	 * freed memory, whichever thread closed it. */
@@ -103,6 +104,11 @@ static struct {
 
 static void worker_enqueue(struct rpc_req *req);
 static __thread bool on_loop_thread;
+
+unsigned rpc_busy_conns(void)
+{
+	return (unsigned)__atomic_load_n(&R.busy_conns, __ATOMIC_RELAXED);
+}
 
 bool rpc_on_loop(void)
 {
@@ -384,7 +390,8 @@ static void req_finish(struct rpc_req *req)
 	struct rpc_conn *c = req->conn;
 
 	pthread_mutex_lock(&c->lock);
-	c->inflight--;
+	if (--c->inflight == 0)
+		__atomic_sub_fetch(&R.busy_conns, 1, __ATOMIC_RELAXED);
 	if (c->throttled && c->inflight <= RPC_MAX_INFLIGHT / 2) {
 		c->throttled = false;
 		conn_update_events(c);
@@ -530,7 +537,9 @@ static void conn_record(struct rpc_conn *c)
 	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
 	__atomic_add_fetch(&R.pending, 1, __ATOMIC_ACQ_REL);
 	pthread_mutex_lock(&c->lock);
-	if (++c->inflight >= RPC_MAX_INFLIGHT) {
+	if (c->inflight++ == 0)
+		__atomic_add_fetch(&R.busy_conns, 1, __ATOMIC_RELAXED);
+	if (c->inflight >= RPC_MAX_INFLIGHT) {
 		c->throttled = true;
 		conn_update_events(c);
 	}

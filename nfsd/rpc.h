@@ -80,6 +80,8 @@ void rpc_close_conn(struct rpc_req *req);
 /* rpc_on_loop -- whether the calling thread is the event loop's (a call
  * running inline). */
 bool rpc_on_loop(void);
+/* rpc_busy_conns -- how many connections have calls in flight. */
+unsigned rpc_busy_conns(void);
 /* rpc_defer -- hand req, which started inline on the loop thread and found
  * it would have to wait, to a worker that runs it from the start. */
 void rpc_defer(struct rpc_req *req);
