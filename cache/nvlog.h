@@ -216,6 +216,9 @@ int nvlog_reset(struct nvlog *log);
 /* nvlog_stats -- counters since open or the last reset, and gauges. */
 void nvlog_stats(struct nvlog *log, struct nvlog_stats *out);
 void nvlog_stats_reset(struct nvlog *log);
+/* nvlog_space -- the gauges of the request path, cheaply: live bytes (with
+ * padding), bytes of the record area, and the last LSN reserved. */
+void nvlog_space(struct nvlog *log, uint64_t *used_bytes, uint64_t *area_bytes, uint64_t *head_lsn);
 
 /* nvlog_kind_name -- "pmem", "emulated", "msync" or "ops". */
 const char *nvlog_kind_name(enum nvlog_kind kind);

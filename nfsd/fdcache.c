@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FDC_BUCKETS 4096
@@ -252,6 +253,9 @@ static struct {
 	pthread_t thread;
 } Rp = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
+#define REAP_BATCH 64
+#define REAP_DELAY_NS (10 * 1000 * 1000)
+
 static void *reaper_main(void *arg)
 {
 	(void)arg;
@@ -261,10 +265,24 @@ static void *reaper_main(void *arg)
 			pthread_cond_wait(&Rp.cond, &Rp.lock);
 		if (Rp.n == 0 && Rp.stop)
 			break;
-		int fd = Rp.fds[--Rp.n];
-		pthread_mutex_unlock(&Rp.lock);
-		close(fd);
-		pthread_mutex_lock(&Rp.lock);
+		if (Rp.n < REAP_BATCH && !Rp.stop) {
+			/* let a few gather: one wake-up per batch, not per close
+			 * (a REMOVE's close would wake this thread every time) */
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += REAP_DELAY_NS;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&Rp.cond, &Rp.lock, &ts);
+		}
+		while (Rp.n > 0) {
+			int fd = Rp.fds[--Rp.n];
+			pthread_mutex_unlock(&Rp.lock);
+			close(fd);
+			pthread_mutex_lock(&Rp.lock);
+		}
 	}
 	pthread_mutex_unlock(&Rp.lock);
 	return NULL;
@@ -301,7 +319,10 @@ void fdcache_close_later(int fd)
 		Rp.cap = cap;
 	}
 	Rp.fds[Rp.n++] = fd;
-	pthread_cond_signal(&Rp.cond);
+	/* the first close wakes the reaper, which then waits REAP_DELAY_NS for
+	 * more; a full batch wakes it at once */
+	if (Rp.n == 1 || Rp.n == REAP_BATCH)
+		pthread_cond_signal(&Rp.cond);
 	pthread_mutex_unlock(&Rp.lock);
 }
 
