@@ -47,7 +47,9 @@
 #                         libnfs (libnfs's sync API, which walks every path
 #                         from the root)
 #   PRESTO_BENCH_DIR      where the exports go ($PRESTO_TOP/var, a disk
-#                         filesystem; never /dev/shm)
+#                         filesystem; never /dev/shm); each export is a
+#                         fresh ext4 in an image file there, loop-mounted
+#   PRESTO_BENCH_FS       image (the default) or dir (plain directories)
 set -u
 
 top=${PRESTO_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -125,6 +127,7 @@ stop_servers() {
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	stop_servers
+	bench_umount_all "$work/mounts"
 	rm -rf "$work"
 	[ -z "$shm" ] || rm -rf "$shm"
 }
@@ -146,6 +149,7 @@ while IFS='|' read -r label kind opts flags; do
 	[ -n "$label" ] || continue
 	d="$work/$label"
 	mkdir -p "$d"
+	bench_export_fs "$d" "$work/mounts"
 	start_error="" target="" handle=""
 	case "$kind" in
 	presto)

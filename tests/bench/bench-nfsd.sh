@@ -17,8 +17,9 @@
 # that its rpcbind and Ganesha collide with nobody else's on this machine.
 # PRESTO_BENCH_NETNS=0 runs in the host's namespaces instead.
 #
-# Exports live on the same filesystem as the tree ($PRESTO_TOP/var, never
-# /dev/shm), so both servers write to the same disk.
+# Exports live on the disk of the tree ($PRESTO_TOP/var, never /dev/shm), so
+# all servers write to the same disk; each export is a fresh ext4 of its own
+# in an image file there (tests/bench/lib.sh, bench_export_fs).
 #
 # Knobs (environment):
 #   PRESTO_BENCH_SECONDS   timed seconds per test (2)
@@ -30,6 +31,8 @@
 #   PRESTO_BENCH_TESTS     test rows, see TESTS
 #   PRESTO_BENCH_BASELINE  label of the server the ratios divide by (ganesha)
 #   PRESTO_BENCH_DIR       where the temporary exports go ($PRESTO_TOP/var)
+#   PRESTO_BENCH_FS        image (default: each export a fresh ext4 image,
+#                          loop-mounted) or dir (plain directories)
 set -u
 
 top=${PRESTO_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -125,6 +128,7 @@ stop_servers() {
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	stop_servers
+	bench_umount_all "$work/mounts"
 	rm -rf "$work"
 	[ -z "$shm" ] || rm -rf "$shm"
 }
@@ -152,6 +156,7 @@ while IFS='|' read -r label kind opts flags; do
 	[ -n "$label" ] || continue
 	d="$work/$label"
 	mkdir -p "$d"
+	bench_export_fs "$d" "$work/mounts"
 	start_error="" handle=""
 	case "$kind" in
 	presto)
