@@ -18,7 +18,8 @@
 #     same shape) and rm -rf it, seconds;
 #   - a Postmark-style transaction mix, transactions per second.
 # The "local" column runs the same operations through the POSIX API on a
-# directory of the same disk filesystem.
+# filesystem like the servers' (each column's export is a fresh ext4 image
+# of its own on the same disk: tests/bench/lib.sh, bench_export_fs).
 #
 # Output: a Markdown table on stdout (seconds per row, with the ratio
 # presto off / presto on) and the Prestoserve experiments below it; one JSON
@@ -378,8 +379,8 @@ for l in labels:
             print("%s: failed: %s" % (l, r["error"]))
         elif r.get("label") == l and r.get("failed"):
             print("%s: %d check(s) failed: %s" % (l, r["failed"], r.get("failures", "")))
-print("experiments: %s; client and servers share this %d-core machine; exports on"
-      " the disk filesystem." % ("median of %s rounds" % rounds if int(rounds) > 1 else "one round",
+print("experiments: %s; client and servers share this %d-core machine; every export"
+      " on a fresh ext4 of its own on the disk (PRESTO_BENCH_FS=dir: directories)." % ("median of %s rounds" % rounds if int(rounds) > 1 else "one round",
                                  os.cpu_count()))
 print("results: %s" % out)
 PY
