@@ -947,11 +947,13 @@ void nvlog_stats(struct nvlog *log, struct nvlog_stats *out)
 	pthread_mutex_unlock(&log->sb_lock);
 }
 
-void nvlog_space(struct nvlog *log, uint64_t *used_bytes, uint64_t *area_bytes, uint64_t *head_lsn)
+void nvlog_space(struct nvlog *log, uint64_t *used_bytes, uint64_t *area_bytes, uint64_t *head_lsn,
+    unsigned *space_waiters)
 {
 	pthread_mutex_lock(&log->lock);
 	*used_bytes = log->head_pos - log->tail_pos;
 	*head_lsn = log->next_lsn - 1;
+	*space_waiters = log->space_waiters;
 	pthread_mutex_unlock(&log->lock);
 	*area_bytes = log->L;
 }

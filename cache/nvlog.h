@@ -217,8 +217,10 @@ int nvlog_reset(struct nvlog *log);
 void nvlog_stats(struct nvlog *log, struct nvlog_stats *out);
 void nvlog_stats_reset(struct nvlog *log);
 /* nvlog_space -- the gauges of the request path, cheaply: live bytes (with
- * padding), bytes of the record area, and the last LSN reserved. */
-void nvlog_space(struct nvlog *log, uint64_t *used_bytes, uint64_t *area_bytes, uint64_t *head_lsn);
+ * padding), bytes of the record area, the last LSN reserved, and how many
+ * appenders wait for room (new appenders queue behind them). */
+void nvlog_space(struct nvlog *log, uint64_t *used_bytes, uint64_t *area_bytes, uint64_t *head_lsn,
+    unsigned *space_waiters);
 
 /* nvlog_kind_name -- "pmem", "emulated", "msync" or "ops". */
 const char *nvlog_kind_name(enum nvlog_kind kind);

@@ -358,12 +358,18 @@ void dispatch(struct rpc_req *req)
 	}
 
 	size_t argpos = xdr_getpos(&x);
+	struct drc_key key;
+	if (p->drc)
+		drc_key_init(&key, (struct sockaddr *)&req->peer, req->peerlen, c.xid, c.prog,
+			     c.vers, c.proc, req->buf + argpos, req->len - argpos);
 	void *args = calloc(1, p->args_size ? p->args_size : 1);
 	void *res = calloc(1, p->res_size ? p->res_size : 1);
 	if (!args || !res) {
 		free(args);
 		free(res);
 		xdr_destroy(&x);
+		if (req->drc_held)
+			drc_abort(&key);
 		reply_accepted(req, c.xid, SYSTEM_ERR, 0, 0);
 		return;
 	}
@@ -378,18 +384,17 @@ void dispatch(struct rpc_req *req)
 			log_warnx("GARBAGE_ARGS: %s call from %s (xid %#x)", p->name,
 				  addr_to_string((struct sockaddr *)&req->peer, a, sizeof(a)), c.xid);
 		}
+		if (req->drc_held)
+			drc_abort(&key);
 		reply_accepted(req, c.xid, GARBAGE_ARGS, 0, 0);
 		return;
 	}
 	xdr_destroy(&x);
 
-	struct drc_key key;
-	if (p->drc) {
+	if (p->drc && !req->drc_held) {
 		uint8_t *cached;
 		size_t clen;
 
-		drc_key_init(&key, (struct sockaddr *)&req->peer, req->peerlen, c.xid, c.prog,
-			     c.vers, c.proc, req->buf + argpos, req->len - argpos);
 		switch (drc_begin(&key, &cached, &clen)) {
 		case DRC_DONE:
 			xdr_free(p->xdr_args, args);
@@ -424,8 +429,9 @@ void dispatch(struct rpc_req *req)
 		free(args);
 		free(res);
 		xtab_put(c.xt);
-		if (p->drc)
-			drc_abort(&key);
+		/* the DRC entry stays in progress (a retransmission meanwhile
+		 * is dropped); the worker's run uses it as its own */
+		req->drc_held = p->drc;
 		stats_loop(STATS_LOOP_DEFERRED);
 		rpc_defer(req);
 		return;

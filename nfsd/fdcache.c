@@ -269,7 +269,7 @@ static void *reaper_main(void *arg)
 			/* let a few gather: one wake-up per batch, not per close
 			 * (a REMOVE's close would wake this thread every time) */
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
+			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_nsec += REAP_DELAY_NS;
 			if (ts.tv_nsec >= 1000000000) {
 				ts.tv_sec++;
@@ -294,6 +294,13 @@ void fdcache_close_later(int fd)
 		return;
 	pthread_mutex_lock(&Rp.lock);
 	if (!Rp.running && !Rp.stop) {
+		/* the batching wait measures on the monotonic clock */
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_destroy(&Rp.cond);
+		pthread_cond_init(&Rp.cond, &ca);
+		pthread_condattr_destroy(&ca);
 		sigset_t all, old;
 		sigfillset(&all);
 		pthread_sigmask(SIG_BLOCK, &all, &old);

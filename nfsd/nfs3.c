@@ -847,7 +847,8 @@ out:
 
 /* create_begin -- resolve the directory of a creation and check its name.
  * "." and ".." exist already. */
-static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj *d, char *name)
+static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj *d, char *name,
+			     bool lock_existing)
 {
 	nfsstat3 st = obj_get(c, &where->dir, d);
 
@@ -861,8 +862,13 @@ static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj
 		return st;
 	if (is_dot(name) || is_dotdot(name))
 		return NFS3ERR_EXIST;
-	const struct stat *sts[] = { &d->st };
-	if ((st = log_begin(c, d, sts, 1, 1024)) != NFS3_OK)
+	/* CREATE UNCHECKED may truncate a file that exists: lock it too, so
+	 * that its WRITEs and the truncation append in apply order */
+	struct stat est;
+	bool existing = lock_existing && presto_on(d) &&
+			fstatat(d->fd, name, &est, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(est.st_mode);
+	const struct stat *sts[] = { &d->st, existing ? &est : NULL };
+	if ((st = log_begin(c, d, sts, 2, 1024)) != NFS3_OK)
 		return st;
 	return become(c, d);
 }
@@ -968,7 +974,7 @@ static void nfs3_create(struct call *c, void *a, void *r)
 	sattr3 rest;
 	const sattr3 *sa = NULL;
 
-	res->status = create_begin(c, &args->where, &d, name);
+	res->status = create_begin(c, &args->where, &d, name, true);
 	if (d.fd >= 0) {
 		before = d.st;
 		have_before = true;
@@ -1093,7 +1099,7 @@ static nfsstat3 node_create(struct call *c, const diropargs3 *where, const struc
 	struct stat before;
 	bool have_before = false;
 	int rc;
-	nfsstat3 st = create_begin(c, where, &d, name);
+	nfsstat3 st = create_begin(c, where, &d, name, false);
 
 	if (d.fd >= 0) {
 		before = d.st;

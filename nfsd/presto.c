@@ -118,6 +118,8 @@ static struct {
 	bool trust_file_stamps;		/* the page cache survived (same boot) */
 	bool fast_persist;		/* persists are CPU work (pmem), no I/O */
 	unsigned syncing;		/* atomic: syncfs calls in progress */
+	uint64_t claimed;		/* atomic: log bytes claimed by calls between
+					 * begin and append (space_reserve) */
 	pthread_mutex_t stripes[NSTRIPES];
 
 	/* run-time switches: export id -> off */
@@ -269,10 +271,11 @@ static void stamp_obj(struct presto_txn *t, unsigned i)
 void presto_prestamp(struct presto_txn *t, int fd, bool o_path)
 {
 	uint64_t used, area, head;
+	unsigned waiters;
 
 	if (!t->active)
 		return;
-	nvlog_space(P.log, &used, &area, &head);
+	nvlog_space(P.log, &used, &area, &head, &waiters);
 	if (head)
 		stamp_set(fd, o_path, head);
 }
@@ -532,12 +535,29 @@ static unsigned stripe_of(dev_t dev, ino_t ino)
 	return (unsigned)((h >> 32) % NSTRIPES);
 }
 
-static void log_space(uint64_t *free_bytes)
+/* space_reserve -- claim est bytes of the log for a call between its begin
+ * and its append, if the log's free space covers every claim in flight plus
+ * est and slack (and, with no_waiters, nobody waits for room: an append
+ * would queue behind them). Claims are released by presto_abort. Appends of
+ * calls that claimed are therefore never short of room: the event loop
+ * thread's never waits in nvlog_append_nowait. Returns whether claimed. */
+static bool space_reserve(struct presto_txn *t, uint64_t est, uint64_t slack, bool no_waiters)
 {
 	uint64_t used, area, head;
+	unsigned waiters;
 
-	nvlog_space(P.log, &used, &area, &head);
-	*free_bytes = area > used ? area - used : 0;
+	nvlog_space(P.log, &used, &area, &head, &waiters);
+	if (no_waiters && waiters)
+		return false;
+	uint64_t free_bytes = area > used ? area - used : 0;
+	uint64_t cur = __atomic_load_n(&P.claimed, __ATOMIC_RELAXED);
+	do {
+		if (free_bytes < cur + est + slack)
+			return false;
+	} while (!__atomic_compare_exchange_n(&P.claimed, &cur, cur + est, true, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	t->claimed = est;
+	return true;
 }
 
 static void kick_destager(void)
@@ -546,6 +566,8 @@ static void kick_destager(void)
 	pthread_cond_signal(&P.d_cond);
 	pthread_mutex_unlock(&P.d_lock);
 }
+
+static void space_release(struct presto_txn *t);
 
 /* sort_stripes -- t's stripes for objects (devs, inos), distinct, in the
  * one locking order (ascending) that keeps two operations from deadlocking. */
@@ -570,13 +592,10 @@ static void sort_stripes(struct presto_txn *t, const dev_t *devs, const ino_t *i
 int presto_begin_nowait(struct presto_txn *t, const dev_t *devs, const ino_t *inos, unsigned n,
 			size_t est_bytes)
 {
-	uint64_t free_bytes;
-
 	memset(t, 0, sizeof(*t));
 	if (!P.fast_persist)
 		return -EWOULDBLOCK;	/* every persist is an msync: a worker's job */
-	log_space(&free_bytes);
-	if (free_bytes < est_bytes + 2 * SPACE_SLACK)
+	if (!space_reserve(t, est_bytes, 2 * SPACE_SLACK, true))
 		return -EWOULDBLOCK;	/* the full-log wait is a worker's job */
 	sort_stripes(t, devs, inos, n);
 	for (unsigned i = 0; i < t->nstripes; i++) {
@@ -584,6 +603,7 @@ int presto_begin_nowait(struct presto_txn *t, const dev_t *devs, const ino_t *in
 			while (i-- > 0)
 				pthread_mutex_unlock(&P.stripes[t->stripes[i]]);
 			t->nstripes = 0;
+			space_release(t);
 			return -EWOULDBLOCK;
 		}
 	}
@@ -594,18 +614,14 @@ int presto_begin_nowait(struct presto_txn *t, const dev_t *devs, const ino_t *in
 int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, unsigned n,
 		 size_t est_bytes)
 {
-	uint64_t free_bytes;
-
 	memset(t, 0, sizeof(*t));
-	log_space(&free_bytes);
-	if (free_bytes < est_bytes + SPACE_SLACK) {
+	if (!space_reserve(t, est_bytes, SPACE_SLACK, false)) {
 		/* full: the destager makes room; wait for it, bounded */
 		uint64_t deadline = rpc_now_ns() + (uint64_t)P.conf.full_wait_ms * 1000000ull;
 		CNT_ADD(space_waits, 1);
 		kick_destager();
 		for (;;) {
-			log_space(&free_bytes);
-			if (free_bytes >= est_bytes + SPACE_SLACK)
+			if (space_reserve(t, est_bytes, SPACE_SLACK, false))
 				break;
 			if (rpc_now_ns() >= deadline) {
 				CNT_ADD(jukebox, 1);
@@ -631,6 +647,13 @@ int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, uns
 	return 0;
 }
 
+static void space_release(struct presto_txn *t)
+{
+	if (t->claimed)
+		__atomic_sub_fetch(&P.claimed, t->claimed, __ATOMIC_RELAXED);
+	t->claimed = 0;
+}
+
 static void unlock_stripes(struct presto_txn *t)
 {
 	for (unsigned i = t->nstripes; i-- > 0;)
@@ -638,11 +661,13 @@ static void unlock_stripes(struct presto_txn *t)
 	t->active = false;
 }
 
-/* presto_abort -- unlock without a record (nothing was changed). */
+/* presto_abort -- unlock without a record (nothing was changed), or after
+ * the append: release the stripes, the claim on the log, the stamps. */
 static void presto_abort(struct presto_txn *t)
 {
 	if (t->active)
 		unlock_stripes(t);
+	space_release(t);
 	for (unsigned i = 0; i < t->nstamps; i++) {
 		if (t->stamprefs[i])
 			fdcache_put(t->stamprefs[i]);

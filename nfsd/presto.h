@@ -74,6 +74,7 @@ struct presto_txn {
 	ino_t stampino[PRESTO_MAX_OBJS];
 	unsigned nstamps;
 	uint64_t lsn;
+	uint64_t claimed;		/* log bytes claimed (space_reserve) */
 };
 
 /* presto_open -- open (format at first use) the log, recover, start the
@@ -116,8 +117,8 @@ struct stat;
 struct fdcache_ref;
 void presto_stamp(struct presto_txn *t, int fd, struct fdcache_ref *ref, const struct stat *st);
 /* presto_prestamp -- before a change that older records must not be replayed
- * over (a truncation): stamp regular file fd with the last LSN appended. Its
- * stripe is locked, so every record of it up to there is applied. */
+ * over (a truncation): stamp regular file fd with the last LSN appended. The
+ * caller holds its stripe, so every record of it up to there is applied. */
 void presto_prestamp(struct presto_txn *t, int fd, bool o_path);
 /* presto_name -- a NUL-terminated copy of name in t's name slot. */
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name);

@@ -38,6 +38,9 @@ struct rpc_req {
 	struct sockaddr_storage peer;
 	socklen_t peerlen;
 	uint64_t t_recv_ns;		/* CLOCK_MONOTONIC at receipt */
+	bool drc_held;			/* deferred by the loop thread with its
+					 * duplicate-request-cache entry kept in
+					 * progress (dispatch.c) */
 	struct rpc_req *next;		/* worker queue link */
 };
 

@@ -408,6 +408,61 @@ static void test_changes_inline_or_deferred(void **state)
 	it_rpc_close(rpc);
 }
 
+static void test_deferred_call_keeps_drc_entry(void **state)
+{
+	/* A change to a nopresto export starts on the event loop thread and
+	 * defers itself to a worker (it must fsync). Its retransmission, sent
+	 * right behind it on the same connection, must find the call in the
+	 * duplicate request cache (in progress: dropped; done: the cached
+	 * reply), never run it a second time: every reply is NFS3_OK, none
+	 * NFS3ERR_NOENT. */
+	static struct it_buf call, reply;
+	struct it_fh root;
+	uint64_t inl0, def0, inl1, def1;
+	char name[32];
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	it_nvram = 1;
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash,nopresto)"), 0);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	loop_stats(&inl0, &def0);
+	for (int i = 0; i < 20; i++) {
+		struct it_reply rep;
+		int fd, replies = 0;
+
+		snprintf(name, sizeof(name), "twice-%d", i);
+		assert_int_equal(it_write_file(it_path(&srv, name), "x", 1, 0644), 0);
+		it_buf_reset(&call);
+		it_put_call(&call, 0x3d3d0000u + (uint32_t)i, 2, IT_NFS_PROG, 3, NFS3_REMOVE,
+			    IT_AUTH_SYS, 0, 0);
+		it_put_fh(&call, &root);
+		it_put_string(&call, name);
+		fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+		assert_true(fd >= 0);
+		assert_int_equal(it_send_record(fd, &call), 0);
+		assert_int_equal(it_send_record(fd, &call), 0);
+		/* the first reply, then maybe a second (from the cache) */
+		while (it_recv_record(fd, &reply, replies ? 300 : IT_TIMEOUT_MS) > 0) {
+			assert_int_equal(it_parse_reply(&reply, &rep), 0);
+			assert_int_equal(rep.reply_stat, 0);
+			assert_int_equal(rep.accept_stat, 0);
+			if (it_get32(&reply) != NFS3_OK)
+				fail_msg("REMOVE %s and its retransmission right behind it: a reply "
+					 "is not NFS3_OK (executed twice?)", name);
+			replies++;
+		}
+		close(fd);
+		assert_true(replies >= 1);
+		assert_int_not_equal(access(it_path(&srv, name), F_OK), 0);
+	}
+	loop_stats(&inl1, &def1);
+	(void)inl0;
+	(void)inl1;
+	assert_true(def1 - def0 >= 20);	/* the path under test was taken */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +471,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
+		cmocka_unit_test_teardown(test_deferred_call_keeps_drc_entry, test_teardown),
 	};
 
 	it_init(58);
