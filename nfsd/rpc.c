@@ -59,6 +59,10 @@ struct rpc_conn {
 	uint32_t events;		/* current epoll interest set */
 	unsigned inflight;
 	struct outbuf *out_head, *out_tail;
+	/* replies of calls run on the loop thread wait here until the end of
+	 * its batch (loop thread only: the flag and the list link) */
+	bool corked;
+	struct rpc_conn *cork_next;
 	struct sockaddr_storage peer;
 	socklen_t peerlen;
 	/* receive state: event loop thread only */
@@ -99,6 +103,7 @@ static struct {
 	 * freed memory, whichever thread closed it. */
 	pthread_mutex_t conns_lock;
 	struct rpc_conn *conns, *closed;
+	struct rpc_conn *corked;	/* loop thread only: connections to flush */
 	uint8_t stage[64 * 1024];
 } R;
 
@@ -360,23 +365,38 @@ static void reap_closed(void)
 static int conn_flush_locked(struct rpc_conn *c)
 {
 	while (c->out_head) {
-		struct outbuf *o = c->out_head;
-		ssize_t n = send(c->ep.fd, o->data + o->off, o->len - o->off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		/* the queued replies in one sendmsg: one train of segments and
+		 * one wake-up of the client instead of one per reply */
+		struct iovec iov[64];
+		struct msghdr mh = { .msg_iov = iov };
+		size_t total = 0;
+		for (struct outbuf *o = c->out_head; o && mh.msg_iovlen < 64; o = o->next) {
+			iov[mh.msg_iovlen].iov_base = o->data + o->off;
+			iov[mh.msg_iovlen].iov_len = o->len - o->off;
+			total += o->len - o->off;
+			mh.msg_iovlen++;
+		}
+		ssize_t n = sendmsg(c->ep.fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
 			conn_close_locked(c);
 			return -1;
 		}
-		o->off += (size_t)n;
-		if (o->off < o->len)
-			break;
-		c->out_head = o->next;
-		if (!c->out_head)
-			c->out_tail = NULL;
-		free(o->data);
-		free(o);
+		size_t left = (size_t)n;
+		while (c->out_head && left >= c->out_head->len - c->out_head->off) {
+			struct outbuf *o = c->out_head;
+			left -= o->len - o->off;
+			c->out_head = o->next;
+			if (!c->out_head)
+				c->out_tail = NULL;
+			free(o->data);
+			free(o);
+		}
+		if (c->out_head)
+			c->out_head->off += left;
+		if ((size_t)n < total)
+			break;		/* the socket is full: EPOLLOUT resumes */
 	}
 	if (!c->out_head && c->close_after) {
 		conn_close_locked(c);
@@ -413,6 +433,29 @@ void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len)
 	pthread_mutex_lock(&c->lock);
 	if (c->closed) {
 		free(rec);
+		goto out;
+	}
+	if (on_loop_thread) {
+		/* a call run inline: queue; the loop sends each connection's
+		 * replies together at the end of its batch (rpc_uncork) */
+		struct outbuf *o = malloc(sizeof(*o));
+		if (!o) {
+			conn_close_locked(c);
+			free(rec);
+			goto out;
+		}
+		*o = (struct outbuf){ NULL, rec, len, 0 };
+		if (c->out_tail)
+			c->out_tail->next = o;
+		else
+			c->out_head = o;
+		c->out_tail = o;
+		if (!c->corked) {
+			c->corked = true;
+			__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+			c->cork_next = R.corked;
+			R.corked = c;
+		}
 		goto out;
 	}
 	if (!c->out_head) {
@@ -647,6 +690,25 @@ static void conn_writable(struct rpc_conn *c)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* rpc_uncork -- send the replies queued by calls run inline (loop thread). */
+static void rpc_uncork(void)
+{
+	while (R.corked) {
+		struct rpc_conn *c = R.corked;
+		R.corked = c->cork_next;
+		c->cork_next = NULL;
+		pthread_mutex_lock(&c->lock);
+		c->corked = false;
+		if (!c->closed) {
+			conn_flush_locked(c);
+			if (!c->closed)
+				conn_update_events(c);
+		}
+		pthread_mutex_unlock(&c->lock);
+		conn_put(c);
+	}
+}
+
 void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 {
 	struct epoll_event evs[64];
@@ -696,6 +758,7 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 			}
 			}
 		}
+		rpc_uncork();
 		/* counted from the end of the batch: the calls it ran inline
 		 * must not eat the client's window */
 		if (n > 0)
