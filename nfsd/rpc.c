@@ -435,30 +435,10 @@ void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len)
 		free(rec);
 		goto out;
 	}
-	if (on_loop_thread) {
-		/* a call run inline: queue; the loop sends each connection's
-		 * replies together at the end of its batch (rpc_uncork) */
-		struct outbuf *o = malloc(sizeof(*o));
-		if (!o) {
-			conn_close_locked(c);
-			free(rec);
-			goto out;
-		}
-		*o = (struct outbuf){ NULL, rec, len, 0 };
-		if (c->out_tail)
-			c->out_tail->next = o;
-		else
-			c->out_head = o;
-		c->out_tail = o;
-		if (!c->corked) {
-			c->corked = true;
-			__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
-			c->cork_next = R.corked;
-			R.corked = c;
-		}
-		goto out;
-	}
-	if (!c->out_head) {
+	/* a call run inline queues its reply: the loop sends each
+	 * connection's replies together at the end of its batch (rpc_uncork);
+	 * a worker writes at once when nothing is queued before it */
+	if (!on_loop_thread && !c->out_head) {
 		while (off < len) {
 			ssize_t n = send(c->ep.fd, rec + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (n < 0) {
@@ -492,7 +472,14 @@ void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len)
 	else
 		c->out_head = o;
 	c->out_tail = o;
-	conn_update_events(c);
+	if (!on_loop_thread) {
+		conn_update_events(c);
+	} else if (!c->corked) {
+		c->corked = true;
+		__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+		c->cork_next = R.corked;
+		R.corked = c;
+	}
 out:
 	pthread_mutex_unlock(&c->lock);
 	req_finish(req);
