@@ -202,8 +202,8 @@ static const struct rpc_proc *find_proc(struct rpc_req *req, struct call *c)
 
 /* Inline calls that may defer: a call over INLINE_SLOW_NS while another
  * connection waits is slow; when slow calls add up to INLINE_WINDOW_SLOW_NS
- * within INLINE_WINDOW_NS, the rest go
- * to the workers for a while (doubling, up to the maximum, while it happens
+ * within INLINE_WINDOW_NS, such calls go to the workers for a while
+ * (INLINE_OFF_MIN_NS, doubling up to INLINE_OFF_MAX_NS while it happens
  * again within INLINE_CALM_NS of the end of the last pause). */
 #define INLINE_SLOW_NS (1000 * 1000ull)
 #define INLINE_WINDOW_NS (1000 * 1000 * 1000ull)
