@@ -110,29 +110,7 @@ shm=""
 running="$work/running"	# label|kind|cthon target|pid or Ganesha work dir
 : >"$running"
 
-# stop_servers -- stop every server this script started, and only those
-stop_servers() {
-	[ -f "$running" ] || return 0
-	while IFS='|' read -r _label kind _target handle; do
-		case "$kind" in
-		presto)
-			bench_stop_pid "$handle"
-			;;
-		ganesha)
-			sh "$top/tests/bench/ganesha.sh" stop "$handle"
-			;;
-		esac
-	done <"$running"
-	: >"$running"
-}
-# shellcheck disable=SC2317 # called by the trap
-cleanup() {
-	stop_servers
-	bench_umount_all "$work/mounts"
-	rm -rf "$work"
-	[ -z "$shm" ] || rm -rf "$shm"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
 
 # fail_record LABEL ERROR -- a column (or one of its runs) not measured
@@ -237,7 +215,7 @@ while IFS='|' read -r label kind target handle; do
 		fail_record "$label" "presto-nfsd died during the run: $(tail -n 3 "$work/$label/presto-nfsd.log" | tr '\n' ' ')"
 	fi
 done <"$running"
-stop_servers
+bench_stop_all "$running"
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out="$PRESTO_RESULTS/cthon-$stamp.json"

@@ -110,29 +110,7 @@ shm=""
 running="$work/running"	# label|kind|nfs port|mount port|export|pid or dir
 : >"$running"
 
-# stop_servers -- stop every server this script started, and only those
-stop_servers() {
-	[ -f "$running" ] || return 0
-	while IFS='|' read -r _label kind _nfs _mnt _exp handle; do
-		case "$kind" in
-		presto)
-			bench_stop_pid "$handle"
-			;;
-		ganesha)
-			sh "$top/tests/bench/ganesha.sh" stop "$handle"
-			;;
-		esac
-	done <"$running"
-	: >"$running"
-}
-# shellcheck disable=SC2317 # called by the trap
-cleanup() {
-	stop_servers
-	bench_umount_all "$work/mounts"
-	rm -rf "$work"
-	[ -z "$shm" ] || rm -rf "$shm"
-}
-trap cleanup EXIT
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
 
 # json_str S -- S as a JSON string
@@ -227,7 +205,7 @@ while IFS='|' read -r label kind opts flags; do
 done <<EOF
 $(cat "$work/started" 2>/dev/null)
 EOF
-stop_servers
+bench_stop_all "$running"
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out="$PRESTO_RESULTS/nfsd-$stamp.json"

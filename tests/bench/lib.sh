@@ -131,3 +131,33 @@ bench_umount_all() {
 	done <"$1"
 	: >"$1"
 }
+
+# bench_stop_all RUNNING -- stop every server listed in the file RUNNING
+# (lines label|kind|...|handle, kind presto with a pid or ganesha with its
+# work directory last), and only those.
+bench_stop_all() {
+	[ -f "$1" ] || return 0
+	while IFS= read -r _line; do
+		_kind=$(printf '%s\n' "$_line" | cut -d'|' -f2)
+		_handle=${_line##*|}
+		case "$_kind" in
+		presto)
+			bench_stop_pid "$_handle"
+			;;
+		ganesha)
+			sh "$top/tests/bench/ganesha.sh" stop "$_handle"
+			;;
+		esac
+	done <"$1"
+	: >"$1"
+}
+
+# bench_cleanup -- the benchmarks' exit trap: stop their servers ($running),
+# unmount their exports, remove $work and the /dev/shm directory ($shm).
+# shellcheck disable=SC2317 # called by the trap
+bench_cleanup() {
+	bench_stop_all "$running"
+	bench_umount_all "$work/mounts"
+	rm -rf "$work"
+	[ -z "$shm" ] || rm -rf "$shm"
+}
