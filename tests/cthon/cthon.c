@@ -1538,11 +1538,12 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 			 status == RPC_STATUS_ERROR && data ? (const char *)data : "cancelled");
 		return;
 	}
+	/* every result starts with its status (nfsstat3, mountstat3) */
+	r->status = r->proc == 0 ? 0 : data ? *(int *)data : -1;
 	switch (r->proc) {
 	case CT_PROC_MNT: {
 		mountres3 *m = data;
 
-		r->status = m->fhs_status;
 		if (m->fhs_status == MNT3_OK) {
 			fhandle3 *h = &m->mountres3_u.mountinfo.fhandle;
 
@@ -1555,7 +1556,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_LOOKUP: {
 		LOOKUP3res *l = data;
 
-		r->status = l->status;
 		if (l->status == NFS3_OK) {
 			r->has_fh = 1;
 			ct_copy_fh(&r->fh, &l->LOOKUP3res_u.resok.object);
@@ -1566,7 +1566,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_GETATTR: {
 		GETATTR3res *g = data;
 
-		r->status = g->status;
 		if (g->status == NFS3_OK) {
 			r->has_attr = 1;
 			r->attr = g->GETATTR3res_u.resok.obj_attributes;
@@ -1576,7 +1575,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_CREATE: {
 		CREATE3res *c = data;
 
-		r->status = c->status;
 		if (c->status == NFS3_OK)
 			ct_copy_new(r, &c->CREATE3res_u.resok.obj, &c->CREATE3res_u.resok.obj_attributes);
 		break;
@@ -1584,7 +1582,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_MKDIR: {
 		MKDIR3res *m = data;
 
-		r->status = m->status;
 		if (m->status == NFS3_OK)
 			ct_copy_new(r, &m->MKDIR3res_u.resok.obj, &m->MKDIR3res_u.resok.obj_attributes);
 		break;
@@ -1592,7 +1589,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_SYMLINK: {
 		SYMLINK3res *m = data;
 
-		r->status = m->status;
 		if (m->status == NFS3_OK)
 			ct_copy_new(r, &m->SYMLINK3res_u.resok.obj, &m->SYMLINK3res_u.resok.obj_attributes);
 		break;
@@ -1600,7 +1596,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_READLINK: {
 		READLINK3res *l = data;
 
-		r->status = l->status;
 		if (l->status == NFS3_OK && r->rbuf && r->rlen) {
 			const char *t = l->READLINK3res_u.resok.data;
 			size_t n = strlen(t);
@@ -1616,7 +1611,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_LINK: {
 		LINK3res *l = data;
 
-		r->status = l->status;
 		if (l->status == NFS3_OK)
 			ct_copy_attr(r, &l->LINK3res_u.resok.file_attributes);
 		break;
@@ -1624,7 +1618,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_FSSTAT: {
 		FSSTAT3res *f = data;
 
-		r->status = f->status;
 		if (f->status == NFS3_OK) {
 			r->tbytes = f->FSSTAT3res_u.resok.tbytes;
 			r->tfiles = f->FSSTAT3res_u.resok.tfiles;
@@ -1634,7 +1627,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_SETATTR: {
 		SETATTR3res *a = data;
 
-		r->status = a->status;
 		if (a->status == NFS3_OK && a->SETATTR3res_u.resok.obj_wcc.after.attributes_follow) {
 			r->has_attr = 1;
 			r->attr = a->SETATTR3res_u.resok.obj_wcc.after.post_op_attr_u.attributes;
@@ -1644,7 +1636,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_READDIRPLUS: {
 		READDIRPLUS3res *d = data;
 
-		r->status = d->status;
 		if (d->status == NFS3_OK) {
 			size_t n = 0;
 
@@ -1677,7 +1668,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_READ: {
 		READ3res *rd = data;
 
-		r->status = rd->status;
 		if (rd->status == NFS3_OK) {
 			r->count = rd->READ3res_u.resok.count;
 			r->eof = rd->READ3res_u.resok.eof;
@@ -1695,7 +1685,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_WRITE: {
 		WRITE3res *w = data;
 
-		r->status = w->status;
 		if (w->status == NFS3_OK) {
 			r->count = w->WRITE3res_u.resok.count;
 			r->committed = w->WRITE3res_u.resok.committed;
@@ -1705,7 +1694,6 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_READDIR: {
 		READDIR3res *d = data;
 
-		r->status = d->status;
 		if (d->status == NFS3_OK) {
 			size_t n = 0;
 
@@ -1739,19 +1727,12 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	case NFS3_FSINFO: {
 		FSINFO3res *f = data;
 
-		r->status = f->status;
 		if (f->status == NFS3_OK)
 			r->maxfilesize = f->FSINFO3res_u.resok.maxfilesize;
 		break;
 	}
-	case 0:		/* a connection: no result */
-		r->status = 0;
+	default:	/* 0 (a connection) and the rest: the status only */
 		break;
-	default: {
-		/* every other result starts with its nfsstat3 */
-		r->status = data ? *(int *)data : -1;
-		break;
-	}
 	}
 }
 

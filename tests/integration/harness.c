@@ -671,6 +671,27 @@ int it_wait(struct rpc_context *rpc, const int *done, int timeout_ms)
 	return 0;
 }
 
+int it_wait_all(struct rpc_context *const *rpc, int n, const int *pending, int timeout_ms)
+{
+	long long deadline = it_now_ms() + timeout_ms;
+	struct pollfd p[IT_WAIT_MAX];
+
+	if (n > IT_WAIT_MAX)
+		return -1;
+	while (*pending > 0) {
+		if (it_now_ms() >= deadline)
+			return -1;
+		for (int i = 0; i < n; i++)
+			p[i] = (struct pollfd){ .fd = rpc_get_fd(rpc[i]), .events = rpc_which_events(rpc[i]) };
+		if (poll(p, (nfds_t)n, 100) < 0 && errno != EINTR)
+			return -1;
+		for (int i = 0; i < n; i++)
+			if (rpc_service(rpc[i], p[i].revents) < 0)
+				return -2 - i;
+	}
+	return 0;
+}
+
 int it_nfs_wait(struct nfs_context *nfs, const int *done, int timeout_ms)
 {
 	long long deadline = it_now_ms() + timeout_ms;

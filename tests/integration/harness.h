@@ -183,6 +183,11 @@ extern int it_call_timeout_ms;
 void it_res_free(struct it_res *res);
 /* it_wait -- run rpc's event loop until *done is set or timeout; 0 / -1 */
 int it_wait(struct rpc_context *rpc, const int *done, int timeout_ms);
+/* it_wait_all -- run the event loops of n (at most IT_WAIT_MAX) contexts
+ * until *pending drops to 0: 0, -1 on timeout, -2 - i when context i
+ * failed (rpc_get_error says why) */
+#define IT_WAIT_MAX 64
+int it_wait_all(struct rpc_context *const *rpc, int n, const int *pending, int timeout_ms);
 /* it_nfs_wait -- the same for a high-level nfs_context */
 int it_nfs_wait(struct nfs_context *nfs, const int *done, int timeout_ms);
 

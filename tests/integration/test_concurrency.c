@@ -50,23 +50,12 @@ static void slot_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 /* run_all -- service every client until no call is pending (30 s bound) */
 static void run_all(void)
 {
-	time_t end = time(NULL) + 30;
+	int rc = it_wait_all(cl, NCLIENTS, &pending, 30 * 1000);
 
-	while (pending > 0) {
-		struct pollfd p[NCLIENTS];
-
-		if (time(NULL) > end)
-			fail_msg("%d calls still pending after 30 s", pending);
-		for (int i = 0; i < NCLIENTS; i++) {
-			p[i].fd = rpc_get_fd(cl[i]);
-			p[i].events = rpc_which_events(cl[i]);
-			p[i].revents = 0;
-		}
-		poll(p, NCLIENTS, 100);
-		for (int i = 0; i < NCLIENTS; i++)
-			if (rpc_service(cl[i], p[i].revents) < 0)
-				fail_msg("client %d: %s", i, rpc_get_error(cl[i]));
-	}
+	if (rc == -1)
+		fail_msg("%d calls still pending after 30 s", pending);
+	if (rc < -1)
+		fail_msg("client %d: %s", -2 - rc, rpc_get_error(cl[-2 - rc]));
 }
 
 static int setup(void **state)

@@ -103,21 +103,13 @@ static void test_small_log_never_drops(void **state)
 				assert_int_equal(rpc_nfs3_write_async(c[i], slot_cb, &a, &s[i][j]), 0);
 				pending++;
 			}
-		while (pending > 0) {
-			struct pollfd p[NC];
+		long long left = (long long)(end - time(NULL)) * 1000;
+		int rc = it_wait_all(c, NC, &pending, left > 0 ? (int)left : 0);
 
-			if (time(NULL) > end)
-				fail_msg("%d writes unanswered after 40 s with a full log", pending);
-			for (int i = 0; i < NC; i++) {
-				p[i].fd = rpc_get_fd(c[i]);
-				p[i].events = rpc_which_events(c[i]);
-				p[i].revents = 0;
-			}
-			poll(p, NC, 100);
-			for (int i = 0; i < NC; i++)
-				if (rpc_service(c[i], p[i].revents) < 0)
-					fail_msg("client %d: %s", i, rpc_get_error(c[i]));
-		}
+		if (rc == -1)
+			fail_msg("%d writes unanswered after 40 s with a full log", pending);
+		if (rc < -1)
+			fail_msg("client %d: %s", -2 - rc, rpc_get_error(c[-2 - rc]));
 	}
 	for (int i = 0; i < NC; i++) {
 		char name[16];
