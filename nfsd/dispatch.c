@@ -213,6 +213,15 @@ static const struct rpc_proc *find_proc(struct rpc_req *req, struct call *c)
 #define INLINE_CALM_NS (1000 * 1000 * 1000ull)
 static uint64_t inline_off_until;	/* atomic: CLOCK_MONOTONIC ns */
 
+/* inline_paused -- whether a pause after slow inline calls is on (no clock
+ * read while none ever was) */
+static bool inline_paused(void)
+{
+	uint64_t until = __atomic_load_n(&inline_off_until, __ATOMIC_RELAXED);
+
+	return until && rpc_now_ns() < until;
+}
+
 bool dispatch_inline_ok(const struct rpc_req *req)
 {
 	/* xid, direction, rpcvers, prog, vers, proc: fixed offsets */
@@ -247,7 +256,7 @@ bool dispatch_inline_ok(const struct rpc_req *req)
 	 * it forces can hold them for milliseconds. */
 	case 6:		/* READ */
 	case 21:	/* COMMIT */
-		return rpc_now_ns() >= __atomic_load_n(&inline_off_until, __ATOMIC_RELAXED);
+		return !inline_paused();
 	case 2:		/* SETATTR */
 	case 7:		/* WRITE */
 	case 8:		/* CREATE */
@@ -259,8 +268,7 @@ bool dispatch_inline_ok(const struct rpc_req *req)
 	case 14:	/* RENAME */
 	case 15:	/* LINK */
 		/* a change waits for the journal while a destage commits it */
-		return !presto_syncing() &&
-		       rpc_now_ns() >= __atomic_load_n(&inline_off_until, __ATOMIC_RELAXED);
+		return !presto_syncing() && !inline_paused();
 	default:
 		return false;
 	}
