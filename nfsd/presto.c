@@ -725,6 +725,68 @@ static struct encbuf *encbuf_get(size_t size)
 	return eb;
 }
 
+/* xiov -- an XDR encoding stream that does not copy long opaques (a
+ * WRITE's data, a reply): xdrmem over the encoding buffer, except that
+ * putbytes of XIOV_MIN bytes or more notes where the run belongs instead of
+ * copying it. The record is the buffer cut at those places with the runs in
+ * between: the same bytes as xdrmem alone would give, one copy less on the
+ * way into the log (the log's own copy is the only one). The runs must stay
+ * valid until the append. */
+#define XIOV_MIN 512
+#define XIOV_RUNS 4
+struct xiov {
+	struct xdr_ops ops;		/* xdrmem's, with xiov_putbytes */
+	bool_t (*mem_putbytes)(XDR *, const char *, u_int);
+	unsigned n;
+	struct {
+		u_int at;		/* buffer position the run follows */
+		const char *p;
+		u_int len;
+	} run[XIOV_RUNS];
+};
+
+static bool_t xiov_putbytes(XDR *x, const char *p, u_int len)
+{
+	struct xiov *v = (struct xiov *)x->x_public;
+
+	if (len < XIOV_MIN || v->n == XIOV_RUNS)
+		return v->mem_putbytes(x, p, len);
+	v->run[v->n].at = xdr_getpos(x);
+	v->run[v->n].p = p;
+	v->run[v->n].len = len;
+	v->n++;
+	return TRUE;
+}
+
+static void xiov_create(XDR *x, struct xiov *v, uint8_t *buf, u_int size)
+{
+	xdrmem_create(x, (char *)buf, size, XDR_ENCODE);
+	v->ops = *x->x_ops;
+	v->mem_putbytes = v->ops.x_putbytes;
+	v->ops.x_putbytes = xiov_putbytes;
+	v->n = 0;
+	x->x_ops = &v->ops;
+	x->x_public = (char *)v;
+}
+
+/* xiov_iov -- the encoded record as iov[] (room for 2 * XIOV_RUNS + 1);
+ * returns the count. */
+static int xiov_iov(XDR *x, const struct xiov *v, uint8_t *buf, struct iovec *iov)
+{
+	u_int end = xdr_getpos(x), at = 0;
+	int n = 0;
+
+	for (unsigned i = 0; i < v->n; i++) {
+		if (v->run[i].at > at)
+			iov[n++] = (struct iovec){ buf + at, v->run[i].at - at };
+		iov[n++] = (struct iovec){ (void *)v->run[i].p, v->run[i].len };
+		at = v->run[i].at;
+	}
+	if (end > at)
+		iov[n++] = (struct iovec){ buf + at, end - at };
+	return n;
+}
+
 int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t *reply,
 		  size_t reply_len)
 {
@@ -746,10 +808,12 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 		r.reply.reply_val = (char *)reply;
 		r.reply.reply_len = (u_int)reply_len;
 	}
+	/* a WRITE's data goes into the buffer only when short (xiov) */
 	if (t->op.type == PLOG_WRITE)
-		size += t->op.plog_op_u.write.data.data_len;
-	/* one encoding buffer per thread, kept (a malloc and free of a
-	 * WRITE's size per call showed in profiles) */
+		size += t->op.plog_op_u.write.data.data_len < XIOV_MIN ?
+			t->op.plog_op_u.write.data.data_len : 0;
+	/* one encoding buffer per thread, kept (a malloc and free per call
+	 * showed in profiles) */
 	struct encbuf *eb = encbuf_get(size);
 	if (!eb) {
 		rc = -ENOMEM;
@@ -757,17 +821,19 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 	}
 	uint8_t *buf = eb->buf;
 	XDR x;
-	xdrmem_create(&x, (char *)buf, (u_int)size, XDR_ENCODE);
+	struct xiov xv;
+	struct iovec iov[2 * XIOV_RUNS + 1];
+	xiov_create(&x, &xv, buf, (u_int)size);
 	if (!xdr_plog_rec(&x, &r)) {
 		xdr_destroy(&x);
 		rc = -EMSGSIZE;
 		goto out;
 	}
-	struct iovec iov = { buf, xdr_getpos(&x) };
+	int niov = xiov_iov(&x, &xv, buf, iov);
 	xdr_destroy(&x);
-	rc = nvlog_append_nowait(P.log, (uint16_t)t->op.type, &iov, 1, &t->lsn);
+	rc = nvlog_append_nowait(P.log, (uint16_t)t->op.type, iov, niov, &t->lsn);
 	if (eb->cap > ENCBUF_KEEP) {
-		/* a big WRITE: do not keep its buffer */
+		/* an unusually big record: do not keep its buffer */
 		free(eb->buf);
 		eb->buf = NULL;
 		eb->cap = 0;

@@ -559,7 +559,15 @@ static int it_server_halt(struct it_server *s, int sig)
 
 int it_server_restart(struct it_server *s, int sig)
 {
+	return it_server_restart_after(s, sig, NULL);
+}
+
+int it_server_restart_after(struct it_server *s, int sig, void (*between)(struct it_server *s))
+{
 	int rc = it_server_halt(s, sig);
+
+	if (between)
+		between(s);
 
 	if (s->ganesha) {
 		usleep(500 * 1000);	/* Ganesha rebinds the same ports */
