@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,37 @@ static void xtab_free(struct xtab *x)
 	free(x->v);
 	exports_free(x->exp);
 	free(x);
+}
+
+/* probe_maxfilesize -- the largest size a file may have on the filesystem
+ * of the directory dirfd (the kernel's s_maxbytes, which no system call
+ * reports): a binary search with ftruncate on an unnamed temporary file,
+ * which allocates nothing. LLONG_MAX when it cannot be probed (read-only,
+ * no O_TMPFILE). */
+static uint64_t probe_maxfilesize(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	uint64_t lo = 0, hi = (uint64_t)LLONG_MAX;
+
+	if (fd < 0)
+		return hi;
+	if (ftruncate(fd, (off_t)hi) == 0) {
+		close(fd);
+		return hi;
+	}
+	while (lo < hi) {		/* lo fits, hi + 1 does not */
+		uint64_t mid = lo + (hi - lo + 1) / 2;
+		if (ftruncate(fd, (off_t)mid) == 0)
+			lo = mid;
+		else if (errno == EFBIG || errno == EINVAL)
+			hi = mid - 1;
+		else {
+			lo = (uint64_t)LLONG_MAX;	/* cannot tell */
+			break;
+		}
+	}
+	close(fd);
+	return lo;
 }
 
 int xtab_load(const char *path, struct xtab **out, char *err, size_t errlen)
@@ -62,6 +94,7 @@ int xtab_load(const char *path, struct xtab **out, char *err, size_t errlen)
 		}
 		xe->dev = st.st_dev;
 		xe->ino = st.st_ino;
+		xe->maxfilesize = probe_maxfilesize(xe->root_fd);
 		rc = fh_of(xe->root_fd, "", &kh, &xe->mount_id);
 		if (rc == 0)
 			rc = fh_make(xe->e->id, &kh, &xe->root_fh);

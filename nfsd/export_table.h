@@ -11,6 +11,7 @@
 #define PRESTO_EXPORT_TABLE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "nfsd/exports.h"
@@ -23,6 +24,7 @@ struct xexport {
 	ino_t ino;
 	int mount_id;
 	struct fh root_fh;
+	uint64_t maxfilesize;		/* the filesystem's largest file size */
 };
 
 struct xtab {

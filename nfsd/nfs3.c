@@ -1743,7 +1743,7 @@ static void nfs3_fsinfo(struct call *c, void *a, void *r)
 	ok->wtpref = NFSD_MAX_IO;
 	ok->wtmult = 4096;
 	ok->dtpref = 64 * 1024;
-	ok->maxfilesize = (uint64)LLONG_MAX;
+	ok->maxfilesize = o.xe->maxfilesize;
 	ok->time_delta.seconds = 0;
 	ok->time_delta.nseconds = 1;
 	ok->properties = FSF3_LINK | FSF3_SYMLINK | FSF3_HOMOGENEOUS | FSF3_CANSETTIME;

@@ -13,7 +13,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1023,6 +1025,23 @@ static void test_fsinfo(void **state)
 	assert_true(r.fsinfo.wtpref > 0 && r.fsinfo.wtpref <= r.fsinfo.wtmax);
 	assert_true(r.fsinfo.dtpref > 0);
 	assert_true(r.fsinfo.maxfilesize > (1ull << 31));
+	if (!it_is_ganesha()) {
+		/* the backing filesystem's own limit: a file of maxfilesize
+		 * bytes is possible there, one byte more is EFBIG */
+		uint64_t max = r.fsinfo.maxfilesize;
+		int fd = open(it_path(&srv, "fsinfo.max"), O_CREAT | O_RDWR, 0644);
+
+		assert_true(fd >= 0);
+		assert_true(max <= (uint64_t)LLONG_MAX);
+		if (ftruncate(fd, (off_t)max) != 0)
+			fail_msg("FSINFO maxfilesize %llu: the export's filesystem refuses "
+				 "that size: %s", (unsigned long long)max, strerror(errno));
+		if (max < (uint64_t)LLONG_MAX && ftruncate(fd, (off_t)max + 1) == 0)
+			fail_msg("FSINFO maxfilesize %llu: the export's filesystem takes a "
+				 "file one byte bigger", (unsigned long long)max);
+		close(fd);
+		unlink(it_path(&srv, "fsinfo.max"));
+	}
 	assert_true(r.fsinfo.properties & FSF3_LINK);
 	assert_true(r.fsinfo.properties & FSF3_SYMLINK);
 	assert_true(r.fsinfo.properties & FSF3_CANSETTIME);
