@@ -19,7 +19,7 @@ B        ?= bin
 T        ?= $(O)/tests
 PREFIX   ?= /usr/local
 
-PKGS     := libtirpc libpmem libsodium jansson
+PKGS     := libtirpc libpmem libsodium jansson libisal
 CPPFLAGS := -D_GNU_SOURCE -I. -I$(O)/gen $(shell pkg-config --cflags $(PKGS))
 CFLAGS   := -std=gnu11 -Wall -Wextra -Werror -g $(OPT) $(SAN) -pthread
 LDFLAGS  := $(SAN) -pthread

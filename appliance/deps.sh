@@ -4,7 +4,7 @@
 set -eu
 
 # build and run
-PKGS="build-essential pkg-config rpcsvc-proto libtirpc-dev libpmem-dev libsodium-dev \
+PKGS="build-essential pkg-config rpcsvc-proto libtirpc-dev libpmem-dev libsodium-dev libisal-dev \
 libsqlite3-dev libmicrohttpd-dev libjansson-dev libcmocka-dev libnfs-dev libnfs-utils \
 rpcbind nfs-common procps iproute2 util-linux e2fsprogs python3"
 # the console's chart library comes from the npm registry: Node.js and npm

@@ -1,6 +1,6 @@
 /*
- * crc32c.h -- CRC-32C (Castagnoli), with the SSE4.2 instruction where the CPU
- * has it and a table otherwise.
+ * crc32c.h -- CRC-32C (Castagnoli): ISA-L's crc32_iscsi, and a table version
+ * for the tests.
  */
 #ifndef PRESTO_CRC32C_H
 #define PRESTO_CRC32C_H
@@ -18,8 +18,5 @@ uint32_t crc32c(uint32_t crc, const void *buf, size_t n);
 
 /* crc32c_sw -- the same, always by table (for tests). */
 uint32_t crc32c_sw(uint32_t crc, const void *buf, size_t n);
-
-/* crc32c_hw_available -- true when crc32c() uses the CPU instruction. */
-bool crc32c_hw_available(void);
 
 #endif

@@ -148,7 +148,7 @@ static void test_crc32c(void **state)
 	for (size_t a = 0; a < 9; a++)
 		assert_int_equal(crc32c(0, buf + a, sizeof(buf) - a), crc32c_sw(0, buf + a, sizeof(buf) - a));
 	assert_int_equal(crc32c(crc32c(0, buf, 100), buf + 100, 931), crc32c(0, buf, 1031));
-	/* long buffers take the 3-way interleaved path: every block size and tail */
+	/* long buffers, odd lengths and alignments: ISA-L's folding and its tails */
 	uint8_t *big = malloc(70000);
 	uint64_t x = 88172645463325252ull;
 	for (size_t i = 0; i < 70000; i++) {
