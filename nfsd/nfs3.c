@@ -532,6 +532,8 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 	char name[NAME_MAX + 1];
 	struct fh fh;
 	int fd = -1, rc;
+	unsigned stripe;
+	bool held = false;
 
 	res->status = obj_get(c, &args->what.dir, &d);
 	if (res->status != NFS3_OK)
@@ -539,6 +541,14 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 	if (!S_ISDIR(d.st.st_mode)) {
 		res->status = NFS3ERR_NOTDIR;
 		goto fail;
+	}
+	if (presto_on(&d)) {
+		/* no handle of an entry whose creation is not logged yet */
+		if (presto_dir_hold(d.st.st_dev, d.st.st_ino, c->on_loop, &stripe) < 0) {
+			res->status = call_defer(c);
+			goto out;
+		}
+		held = true;
 	}
 	if ((res->status = check_name(&args->what.name, name)) != NFS3_OK ||
 	    (res->status = become(c, &d)) != NFS3_OK)
@@ -573,6 +583,8 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 fail:
 	vfs_post_op_fd(&res->LOOKUP3res_u.resfail.dir_attributes, d.fd, obj_fsid(&d));
 out:
+	if (held)
+		presto_dir_release(stripe);
 	if (fd >= 0)
 		close(fd);
 	obj_put(&d);
@@ -1532,6 +1544,8 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 	char zero[NFS3_COOKIEVERFSIZE] = { 0 };
 	char buf[32768];
 	int dfd = -1;
+	unsigned stripe;
+	bool held = false;
 	nfsstat3 st = obj_get(c, fh, d);
 	/* status, dir attributes, verifier, list end, eof */
 	size_t used = 4 + 88 + 8 + 4 + 4, dirused = 0;
@@ -1550,9 +1564,17 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 		return NFS3ERR_BAD_COOKIE;
 	if ((st = become(c, d)) != NFS3_OK)
 		return st;
+	if (plus && presto_on(d)) {
+		/* the entries' handles: as LOOKUP (presto_dir_hold) */
+		if (presto_dir_hold(d->st.st_dev, d->st.st_ino, c->on_loop, &stripe) < 0)
+			return call_defer(c);
+		held = true;
+	}
 	dfd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return vfs_nfserr(errno);
+	if (dfd < 0) {
+		st = vfs_nfserr(errno);
+		goto out;
+	}
 	if (cookie != 0 && lseek(dfd, (off_t)cookie, SEEK_SET) < 0) {
 		st = NFS3ERR_BAD_COOKIE;
 		goto out;
@@ -1645,6 +1667,8 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 full:
 	st = NFS3_OK;
 out:
+	if (held)
+		presto_dir_release(stripe);
 	if (dfd >= 0)
 		close(dfd);
 	return st;

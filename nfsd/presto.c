@@ -647,6 +647,25 @@ int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, uns
 	return 0;
 }
 
+int presto_dir_hold(dev_t dev, ino_t ino, bool nowait, unsigned *stripe)
+{
+	unsigned s = stripe_of(dev, ino);
+
+	if (nowait) {
+		if (pthread_mutex_trylock(&P.stripes[s]) != 0)
+			return -EWOULDBLOCK;
+	} else {
+		pthread_mutex_lock(&P.stripes[s]);
+	}
+	*stripe = s;
+	return 0;
+}
+
+void presto_dir_release(unsigned stripe)
+{
+	pthread_mutex_unlock(&P.stripes[stripe]);
+}
+
 static void space_release(struct presto_txn *t)
 {
 	if (t->claimed)

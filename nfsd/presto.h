@@ -105,6 +105,15 @@ int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, uns
  * log is an msync rather than CPU work; the call then goes to a worker. */
 int presto_begin_nowait(struct presto_txn *t, const dev_t *devs, const ino_t *inos, unsigned n,
 			size_t est_bytes);
+/* presto_dir_hold -- hold the stripe of directory (dev, ino) while a
+ * LOOKUP or READDIRPLUS hands out handles of its entries, so that none is
+ * handed out between a CREATE-like call's apply and its append (a client
+ * could otherwise WRITE the new object and log that WRITE before the
+ * record that creates it: a replay would skip the WRITE, then create the
+ * object empty). nowait (the loop thread): -EWOULDBLOCK instead of
+ * waiting. Fills *stripe for presto_dir_release. */
+int presto_dir_hold(dev_t dev, ino_t ino, bool nowait, unsigned *stripe);
+void presto_dir_release(unsigned stripe);
 /* presto_kh -- fill *dst with kernel handle kh, stored in t's slot. */
 struct fh_kernel;
 void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct fh_kernel *kh);

@@ -12,6 +12,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -521,6 +522,80 @@ static void test_deferred_call_keeps_drc_entry(void **state)
 	assert_true(def1 - def0 >= 20);	/* the path under test was taken */
 }
 
+static void test_lookup_waits_for_namespace_change(void **state)
+{
+	/* LOOKUP and READDIRPLUS hold the directory's stripe while they hand
+	 * out handles (presto_dir_hold), as a CREATE does from its apply to
+	 * its append: no client gets the handle of an object whose creation is
+	 * not logged yet. Seen from outside: a LOOKUP in a directory that a
+	 * long READDIRPLUS (6,000 entries, on a worker) is listing cannot run
+	 * on the event loop thread; it is handed to a worker that waits. */
+	static struct it_buf call, reply;
+	struct it_fh root, big;
+	uint64_t inl0, def0, inl1, def1;
+	bool waited = false;
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	it_nvram = 1;
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	assert_int_equal(mkdir(it_path(&srv, "big"), 0755), 0);
+	for (int i = 0; i < 6000; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "big/entry-with-a-longer-name.%d", i);
+		assert_int_equal(it_write_file(it_path(&srv, name), "", 0, 0644), 0);
+	}
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	{
+		struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+		assert_non_null(rpc);
+		assert_int_equal(it_lookup(rpc, &root, "big", &r), NFS3_OK);
+		big = r.fh;
+		it_rpc_close(rpc);
+	}
+	for (int attempt = 0; attempt < 8 && !waited; attempt++) {
+		struct it_reply rep;
+		int fd1 = it_tcp_connect(NULL, 0, srv.nfs_port);
+		int fd2 = it_tcp_connect(NULL, 0, srv.nfs_port);
+
+		assert_true(fd1 >= 0 && fd2 >= 0);
+		loop_stats(&inl0, &def0);
+		it_buf_reset(&call);
+		it_put_call(&call, 0x4c4b0000u + (uint32_t)attempt, 2, IT_NFS_PROG, 3,
+			    NFS3_READDIRPLUS, IT_AUTH_SYS, 0, 0);
+		it_put_fh(&call, &big);
+		it_put64(&call, 0);			/* cookie */
+		it_put64(&call, 0);			/* cookieverf */
+		it_put32(&call, 1024 * 1024);		/* dircount */
+		it_put32(&call, 1024 * 1024);		/* maxcount */
+		assert_int_equal(it_send_record(fd1, &call), 0);
+		usleep(3000);				/* the worker is listing */
+		it_buf_reset(&call);
+		it_put_call(&call, 0x4c4c0000u + (uint32_t)attempt, 2, IT_NFS_PROG, 3, NFS3_LOOKUP,
+			    IT_AUTH_SYS, 0, 0);
+		it_put_fh(&call, &big);
+		it_put_string(&call, "entry-with-a-longer-name.17");
+		assert_int_equal(it_send_record(fd2, &call), 0);
+		assert_true(it_recv_record(fd2, &reply, IT_TIMEOUT_MS) > 0);
+		assert_int_equal(it_parse_reply(&reply, &rep), 0);
+		assert_int_equal(rep.accept_stat, 0);
+		assert_int_equal(it_get32(&reply), NFS3_OK);
+		/* the listing's reply (about 1 MiB) is not read: closing the
+		 * connection drops it */
+		loop_stats(&inl1, &def1);
+		(void)inl0;
+		(void)inl1;
+		waited = def1 > def0;	/* the LOOKUP was handed to a worker */
+		close(fd1);
+		close(fd2);
+	}
+	if (!waited)
+		fail_msg("a LOOKUP sent while a READDIRPLUS lists the same directory ran on the "
+			 "event loop thread each of 8 times: nothing keeps it from handing out a "
+			 "handle during a CREATE there");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -531,6 +606,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 		cmocka_unit_test_teardown(test_deferred_call_keeps_drc_entry, test_teardown),
+		cmocka_unit_test_teardown(test_lookup_waits_for_namespace_change, test_teardown),
 	};
 
 	it_init(58);
