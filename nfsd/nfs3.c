@@ -70,6 +70,15 @@ static uint64_t obj_fsid(const struct obj *o)
 	return o->xe->e->id;
 }
 
+/* call_defer -- a call running inline on the loop thread would have to wait
+ * here: give it to a worker (dispatch does, when the handler returns). The
+ * status only makes the handler unwind; nobody sees it. */
+static nfsstat3 call_defer(struct call *c)
+{
+	c->defer = true;
+	return NFS3ERR_JUKEBOX;
+}
+
 /* obj_get -- resolve fh for call c (as root). */
 static nfsstat3 obj_get(struct call *c, const nfs_fh3 *fh, struct obj *o)
 {
@@ -98,8 +107,11 @@ static nfsstat3 obj_get(struct call *c, const nfs_fh3 *fh, struct obj *o)
 		o->ref = NULL;
 		if (fd == -ENOMEM && ++tries < 3) {
 			/* seen right after a power-cut replay: the kernel could
-			 * not decode a valid handle for a moment; try again, and
-			 * if it persists tell the client to retry later */
+			 * not decode a valid handle for a moment; try again (on a
+			 * worker: the loop thread does not sleep), and if it
+			 * persists tell the client to retry later */
+			if (c->on_loop)
+				return call_defer(c);
 			pass--;
 			usleep(1000);
 			continue;
@@ -143,15 +155,6 @@ static nfsstat3 become(struct call *c, const struct obj *o)
 static bool presto_on(const struct obj *o)
 {
 	return presto_enabled(o->xe, o->opts->presto);
-}
-
-/* call_defer -- a call running inline on the loop thread would have to wait
- * here: give it to a worker (dispatch does, when the handler returns). The
- * status only makes the handler unwind; nobody sees it. */
-static nfsstat3 call_defer(struct call *c)
-{
-	c->defer = true;
-	return NFS3ERR_JUKEBOX;
 }
 
 /* log_begin -- on the loop thread (c->on_loop) it never waits: it defers
