@@ -877,8 +877,8 @@ static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj
 		return st;
 	if (is_dot(name) || is_dotdot(name))
 		return NFS3ERR_EXIST;
-	/* CREATE UNCHECKED may truncate a file that exists: lock it too, so
-	 * that its WRITEs and the truncation append in apply order */
+	/* CREATE UNCHECKED with a size truncates a file that exists: lock it
+	 * too, so that its WRITEs and the truncation append in apply order */
 	struct stat est;
 	bool existing = lock_existing && presto_on(d) &&
 			fstatat(d->fd, name, &est, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(est.st_mode);
@@ -989,7 +989,11 @@ static void nfs3_create(struct call *c, void *a, void *r)
 	sattr3 rest;
 	const sattr3 *sa = NULL;
 
-	res->status = create_begin(c, &args->where, &d, name, true);
+	/* only UNCHECKED with a size can change a file that exists (the rest
+	 * of its attributes are kept): only then is it looked for and locked */
+	bool may_truncate = args->how.mode == UNCHECKED &&
+			    args->how.createhow3_u.obj_attributes.size.set_it;
+	res->status = create_begin(c, &args->where, &d, name, may_truncate);
 	if (d.fd >= 0) {
 		before = d.st;
 		have_before = true;
