@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "mount3.h"
 #include "nfsd/export_table.h"
 #include "nfsd/log.h"
+#include "nfsd/presto.h"
 #include "nfsd/stats.h"
 
 struct mount_entry {
@@ -134,6 +136,8 @@ static mountstat3 mnt_lookup(struct call *c, const char *path, const struct xexp
 	char comp[MNTPATHLEN + 1];
 	int fd = dup(xe->root_fd);
 	mountstat3 st = MNT3_OK;
+	unsigned stripe;
+	bool held = false;
 	if (fd < 0)
 		return MNT3ERR_SERVERFAULT;
 	while (*rest) {
@@ -151,6 +155,12 @@ static mountstat3 mnt_lookup(struct call *c, const char *path, const struct xexp
 			st = MNT3ERR_INVAL;
 			goto out;
 		}
+		struct stat pst;
+		if (!*rest && presto_enabled(xe, cl->opts.presto) && fstat(fd, &pst) == 0) {
+			/* the handle handed out: as LOOKUP does (presto_dir_hold) */
+			presto_dir_hold(pst.st_dev, pst.st_ino, false, &stripe);
+			held = true;
+		}
 		int nfd = openat(fd, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		if (nfd < 0) {
 			st = errno == ENOENT ? MNT3ERR_NOENT : errno == ENOTDIR || errno == ELOOP ? MNT3ERR_NOTDIR
@@ -165,6 +175,8 @@ static mountstat3 mnt_lookup(struct call *c, const char *path, const struct xexp
 	if (fh_of(fd, "", &kh, &mid) < 0 || mid != xe->mount_id || fh_make(xe->e->id, &kh, fh) < 0)
 		st = MNT3ERR_NOTSUPP;
 out:
+	if (held)
+		presto_dir_release(stripe);
 	close(fd);
 	return st;
 }
