@@ -130,6 +130,16 @@ static void test_small_log_never_drops(void **state)
 	}
 }
 
+/* replay_always_no_destage -- presto on; every start replays the whole log
+ * (as after a power cut), and nothing is ever trimmed from it */
+static void replay_always_no_destage(void)
+{
+	it_nvram = 1;
+	it_presto_extra[0] = "--replay=always";
+	it_presto_extra[1] = "--no-destage";		/* keep every record live */
+	it_presto_extra[2] = NULL;
+}
+
 static void test_replay_never_rolls_back(void **state)
 {
 	/* a file rewritten several times, renamed, truncated, and a name removed
@@ -144,10 +154,7 @@ static void test_replay_never_rolls_back(void **state)
 	it_presto_only();
 	(void)state;
 	it_res_init(&r);
-	it_nvram = 1;
-	it_presto_extra[0] = "--replay=always";
-	it_presto_extra[1] = "--no-destage";		/* keep every record live */
-	it_presto_extra[2] = NULL;
+	replay_always_no_destage();
 	it_fill(v1, sizeof(v1), 1);
 	it_fill(v2, sizeof(v2), 2);
 	it_fill(v3, sizeof(v3), 3);
@@ -242,10 +249,7 @@ static void test_replay_restores_lost_writes(void **state)
 	it_presto_only();
 	(void)state;
 	it_res_init(&r);
-	it_nvram = 1;
-	it_presto_extra[0] = "--replay=always";
-	it_presto_extra[1] = "--no-destage";		/* keep every record live */
-	it_presto_extra[2] = NULL;
+	replay_always_no_destage();
 	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
