@@ -770,11 +770,15 @@ static bool_t xiov_putbytes(XDR *x, const char *p, u_int len)
 
 	if (len < XIOV_MIN || v->n == XIOV_RUNS)
 		return v->mem_putbytes(x, p, len);
+	/* the run is a multiple of 4 bytes: its last len % 4 go into the
+	 * buffer with the padding, which keeps the buffer's positions 4-byte
+	 * aligned for rpcgen's inline 32-bit stores (XDR_INLINE) */
+	u_int whole = len & ~3u;
 	v->run[v->n].at = xdr_getpos(x);
 	v->run[v->n].p = p;
-	v->run[v->n].len = len;
+	v->run[v->n].len = whole;
 	v->n++;
-	return TRUE;
+	return whole == len || v->mem_putbytes(x, p + whole, len - whole);
 }
 
 static void xiov_create(XDR *x, struct xiov *v, uint8_t *buf, u_int size)
