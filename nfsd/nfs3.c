@@ -863,7 +863,7 @@ out:
 /* create_begin -- resolve the directory of a creation and check its name.
  * "." and ".." exist already. */
 static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj *d, char *name,
-			     bool lock_existing)
+			     bool lock_existing, struct stat *locked)
 {
 	nfsstat3 st = obj_get(c, &where->dir, d);
 
@@ -883,6 +883,11 @@ static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj
 	bool existing = lock_existing && presto_on(d) &&
 			fstatat(d->fd, name, &est, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(est.st_mode);
 	const struct stat *sts[] = { &d->st, existing ? &est : NULL };
+	if (locked) {
+		memset(locked, 0, sizeof(*locked));
+		if (existing)
+			*locked = est;
+	}
 	if ((st = log_begin(c, d, sts, 2, 1024)) != NFS3_OK)
 		return st;
 	return become(c, d);
@@ -993,7 +998,10 @@ static void nfs3_create(struct call *c, void *a, void *r)
 	 * of its attributes are kept): only then is it looked for and locked */
 	bool may_truncate = args->how.mode == UNCHECKED &&
 			    args->how.createhow3_u.obj_attributes.size.set_it;
-	res->status = create_begin(c, &args->where, &d, name, may_truncate);
+	struct stat locked;
+	int tries = 0;
+again:
+	res->status = create_begin(c, &args->where, &d, name, may_truncate, &locked);
 	if (d.fd >= 0) {
 		before = d.st;
 		have_before = true;
@@ -1039,6 +1047,25 @@ static void nfs3_create(struct call *c, void *a, void *r)
 		case UNCHECKED:
 			if (!S_ISREG(st.st_mode)) {
 				res->status = NFS3ERR_EXIST;
+				goto fail;
+			}
+			if (may_truncate && c->txn.active &&
+			    (st.st_ino != locked.st_ino || st.st_dev != locked.st_dev)) {
+				/* the file appeared (or was replaced) after
+				 * create_begin looked: its stripe is not held and
+				 * cannot be taken now (lock order). Nothing is
+				 * changed yet: start again, the file locked. */
+				presto_commit(&c->txn, NULL, NULL, 0);	/* unlocks */
+				obj_put(&d);
+				d = (struct obj)OBJ_INIT;
+				have_before = false;
+				if (c->on_loop) {
+					res->status = call_defer(c);
+					goto fail;
+				}
+				if (++tries < 3)
+					goto again;
+				res->status = NFS3ERR_JUKEBOX;
 				goto fail;
 			}
 			/* an existing file keeps its attributes but the size */
@@ -1118,7 +1145,7 @@ static nfsstat3 node_create(struct call *c, const diropargs3 *where, const struc
 	struct stat before;
 	bool have_before = false;
 	int rc;
-	nfsstat3 st = create_begin(c, where, &d, name, false);
+	nfsstat3 st = create_begin(c, where, &d, name, false, NULL);
 
 	if (d.fd >= 0) {
 		before = d.st;
@@ -1551,8 +1578,7 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 	char zero[NFS3_COOKIEVERFSIZE] = { 0 };
 	char buf[32768];
 	int dfd = -1;
-	unsigned stripe;
-	bool held = false;
+	bool presto = false;
 	nfsstat3 st = obj_get(c, fh, d);
 	/* status, dir attributes, verifier, list end, eof */
 	size_t used = 4 + 88 + 8 + 4 + 4, dirused = 0;
@@ -1566,17 +1592,12 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 		return st;
 	if (!S_ISDIR(d->st.st_mode))
 		return NFS3ERR_NOTDIR;
+	presto = plus && presto_on(d);
 	dir_verf(d, outverf);
 	if (cookie != 0 && memcmp(verf, zero, 8) != 0 && memcmp(verf, outverf, 8) != 0)
 		return NFS3ERR_BAD_COOKIE;
 	if ((st = become(c, d)) != NFS3_OK)
 		return st;
-	if (plus && presto_on(d)) {
-		/* the entries' handles: as LOOKUP (presto_dir_hold) */
-		if (presto_dir_hold(d->st.st_dev, d->st.st_ino, c->on_loop, &stripe) < 0)
-			return call_defer(c);
-		held = true;
-	}
 	dfd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		st = vfs_nfserr(errno);
@@ -1612,10 +1633,21 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 			if (plus) {
 				int efd = d->fd;
 				const char *en = de->d_name;
+				unsigned stripe;
 				if (is_dot(en) || (is_dotdot(en) && is_export_root(d)))
 					en = "";	/* the directory itself */
+				/* an entry's handle: as LOOKUP (presto_dir_hold),
+				 * entry by entry, so that a long listing does not
+				 * hold the directory's changes */
+				if (presto &&
+				    presto_dir_hold(d->st.st_dev, d->st.st_ino, c->on_loop, &stripe) < 0) {
+					st = call_defer(c);
+					goto out;
+				}
 				have_st = fstatat(efd, en, &est, AT_SYMLINK_NOFOLLOW | (en[0] ? 0 : AT_EMPTY_PATH)) == 0;
 				have_fh = have_st && handle_of(d, efd, en, &efh, NULL) == 0;
+				if (presto)
+					presto_dir_release(stripe);
 				if (have_st)
 					ino = est.st_ino;
 				esize += 4 + (have_st ? 84 : 0) + 4 + (have_fh ? 4 + xdr_pad(efh.len) : 0);
@@ -1674,8 +1706,6 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 full:
 	st = NFS3_OK;
 out:
-	if (held)
-		presto_dir_release(stripe);
 	if (dfd >= 0)
 		close(dfd);
 	return st;
