@@ -32,7 +32,8 @@ static void xtab_free(struct xtab *x)
  * of the directory dirfd (the kernel's s_maxbytes, which no system call
  * reports): a binary search with ftruncate on an unnamed temporary file,
  * which allocates nothing. LLONG_MAX when it cannot be probed (read-only,
- * no O_TMPFILE). */
+ * no O_TMPFILE). Under an RLIMIT_FSIZE the process's own limit is found
+ * (SIGXFSZ is ignored: main), which is what the server can write. */
 static uint64_t probe_maxfilesize(int dirfd)
 {
 	int fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);

@@ -250,6 +250,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	/* a write past RLIMIT_FSIZE fails with EFBIG (NFS3ERR_FBIG) instead
+	 * of killing the server; the exports' size probe relies on it too */
+	signal(SIGXFSZ, SIG_IGN);
+
 	struct xtab *xt;
 	if ((rc = xtab_load(conf.exports, &xt, err, sizeof(err))) < 0) {
 		log_warnx("%s", err);
