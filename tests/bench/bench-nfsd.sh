@@ -184,8 +184,10 @@ while [ "$round" -le "$ROUNDS" ]; do
 			"$LOADGEN" -H 127.0.0.1 -n "$nfs_port" -m "$mount_port" \
 			    -e "$export_path" -c "$c" -d "$dep" \
 			    -t "$SECONDS_PER_TEST" -w "$WARMUP" -o "$op" \
-			    -l "$label" </dev/null >>"$raw" ||
+			    -l "$label" </dev/null >"$work/one.json" ||
 			    echo "bench-nfsd: $label: loadgen $op ${c}x$dep failed" >&2
+			# the round goes with the result: targets pair servers by it
+			sed "s/^{/{\"round\":$round,/" "$work/one.json" >>"$raw"
 		done <"$running"
 	done <<EOF
 $TESTS
@@ -214,7 +216,7 @@ stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out="$PRESTO_RESULTS/nfsd-$stamp.json"
 python3 - "$raw" "$servers_file" "$out" "$BASELINE" "$SECONDS_PER_TEST" \
     "$WARMUP" "$stamp" "$TESTS" "$SERVERS" "$ROUNDS" <<'PY'
-import json, os, platform, sys
+import json, os, platform, statistics, sys
 
 (raw, servers_file, out, baseline, seconds, warmup, stamp, tests,
  server_rows, rounds) = sys.argv[1:11]
@@ -315,8 +317,11 @@ def runs_of(label, op, c, d):
             if (r["label"], r["op"], r["conns"], r["depth"]) == (label, op, c, d)]
 
 def paired(a, b, op, c, d, f):
+    ra = {r.get("round"): r for r in runs_of(a, op, c, d)}
+    rb = {r.get("round"): r for r in runs_of(b, op, c, d)}
     v = []
-    for x, y in zip(runs_of(a, op, c, d), runs_of(b, op, c, d)):
+    for k in sorted(set(ra) & set(rb), key=lambda k: k or 0):
+        x, y = ra[k], rb[k]
         if not x["failed"] and not y["failed"] and x["ops"] and y["ops"]:
             v.append(f(x, y))
     return v
@@ -338,7 +343,7 @@ if "presto-on" in labels:
         v = paired("presto-on", other, op, c, d, f)
         if not v:
             continue
-        m = sorted(v)[len(v) // 2]
+        m = statistics.median(v)
         ok = m >= want if cmp == ">=" else m <= want
         print("target %s %dx%d %s: %.2f (rounds: %s; want %s %.2f): %s" %
               ("create+remove" if op == "create" else op, c, d, what, m,
