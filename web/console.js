@@ -249,6 +249,21 @@ function chartDefs() {
   ];
 }
 
+/* yRange -- the y scale of every chart. uPlot's tick loop never ends on a
+ * range that is flat up to float noise (records per persist of 1.0000002
+ * and 0.9999998 threw "Invalid array length": leeoniya/uPlot#1084, where
+ * such a range is the caller's to handle), so it is widened here as uPlot
+ * widens an exactly flat one; other ranges get uPlot's default padding. */
+function yRange(u, min, max) {
+  if (min == null || max == null || !isFinite(min) || !isFinite(max)) return [0, 1];
+  const mag = Math.max(Math.abs(min), Math.abs(max));
+  if (max - min <= mag * 1e-6) {
+    const pad = mag > 0 ? mag * 0.1 : 1;
+    return [min >= 0 ? Math.max(0, min - pad) : min - pad, max + pad];
+  }
+  return uPlot.rangeNum(min, max, 0.1, true);
+}
+
 function buildCharts() {
   const box = $('charts');
   for (const c of Object.values(state.charts)) if (c.plot) c.plot.destroy();
@@ -267,7 +282,7 @@ function buildCharts() {
     const width = Math.max(300, el.clientWidth - 12);
     const opts = {
       title: d.title, width, height: 200,
-      scales: { x: { time: true } },
+      scales: { x: { time: true }, y: { range: yRange } },
       series: [{}, ...d.labels.map((l, i) => ({
         label: l, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false,
         value: (u, v) => (v == null ? '–' : d.fmt(v)),

@@ -124,6 +124,17 @@ try {
     return await page.textContent('#message');
   });
 
+  await step('a series flat up to float noise draws (uPlot#1084)', async () => {
+    const before = problems.length;
+    await page.evaluate(async () => {
+      const t = Math.floor(Date.now() / 1000);
+      const plot = window.presto.charts.rpp.plot;
+      plot.setData([[t - 2, t - 1], [1.0000002, 0.9999998]]);
+      await new Promise((r) => setTimeout(r, 300));
+    });
+    if (problems.length > before) throw new Error(problems.slice(before).join('; '));
+  });
+
   await step('screenshot saved', async () => {
     await page.waitForTimeout(1200);	// one more live update
     await page.screenshot({ path: process.env.SHOT, fullPage: true });
