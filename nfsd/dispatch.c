@@ -254,10 +254,12 @@ bool dispatch_inline_ok(const struct rpc_req *req)
 	 * those): then they go to the workers for a while. Changes also go
 	 * to the workers while a destage's syncfs runs, the journal commit
 	 * it forces can hold them for milliseconds, when another connection
-	 * has calls in flight: it would wait behind them on the loop. With
-	 * none, a call waits as long on a worker, plus the hand-off (at one
-	 * call in flight that hand-off raised WRITE's p50 from 45 to 50-60 us
-	 * whenever a destage fell into the run). */
+	 * has calls in flight (it would wait behind them on the loop) or the
+	 * last destage took 50 ms or more (a client that comes meanwhile
+	 * would wait about that long). Otherwise a call waits as long on a
+	 * worker, plus the hand-off (at one call in flight that hand-off
+	 * raised WRITE's p50 from 45 to 50-60 us whenever a destage fell into
+	 * the run). */
 	case 6:		/* READ */
 	case 21:	/* COMMIT */
 		return !inline_paused();
@@ -272,8 +274,10 @@ bool dispatch_inline_ok(const struct rpc_req *req)
 	case 14:	/* RENAME */
 	case 15:	/* LINK */
 		/* a change waits for the journal while a destage commits it:
-		 * not on the loop while others have calls in flight */
-		return (!presto_syncing() || rpc_busy_conns() < 2) && !inline_paused();
+		 * not on the loop while others have calls in flight, or when
+		 * destages take long */
+		return (!presto_syncing() || (rpc_busy_conns() < 2 && presto_sync_short())) &&
+		       !inline_paused();
 	default:
 		return false;
 	}

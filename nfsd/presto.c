@@ -527,6 +527,11 @@ bool presto_syncing(void)
 	return __atomic_load_n(&P.syncing, __ATOMIC_RELAXED) != 0;
 }
 
+bool presto_sync_short(void)
+{
+	return __atomic_load_n(&P.destage_ns_last, __ATOMIC_RELAXED) < 50 * 1000000ull;
+}
+
 /* ---- the write path ---- */
 
 static unsigned stripe_of(dev_t dev, ino_t ino)

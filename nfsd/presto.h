@@ -145,6 +145,10 @@ int presto_sync_all(void);
 /* presto_syncing -- whether a syncfs of an exported filesystem is in
  * progress (a destage): changes to it may wait for the journal meanwhile. */
 bool presto_syncing(void);
+/* presto_sync_short -- the last destage took under 50 ms: a change that
+ * waits for this one's journal commit on the event loop thread holds it
+ * about as long, at most. */
+bool presto_sync_short(void);
 
 /* presto_flush -- destage now and wait until the log is empty up to what
  * was appended when called. Returns 0 or -errno. */
