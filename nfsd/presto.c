@@ -456,6 +456,10 @@ bool presto_enabled(const struct xexport *xe, bool export_opt)
 
 	if (!on)
 		return false;
+	/* every change and LOOKUP asks: no lock while no export is switched
+	 * off (a call racing a switch-off may still log; the log is durable) */
+	if (__atomic_load_n(&P.noff, __ATOMIC_ACQUIRE) == 0)
+		return true;
 	pthread_mutex_lock(&P.sw_lock);
 	for (unsigned i = 0; i < P.noff; i++)
 		if (P.off_ids[i] == xe->e->id)
@@ -478,13 +482,16 @@ int presto_set_export(uint32_t export_id, bool on)
 	unsigned i;
 	for (i = 0; i < P.noff && P.off_ids[i] != export_id; i++)
 		;
-	if (on && i < P.noff)
-		P.off_ids[i] = P.off_ids[--P.noff];
-	else if (!on && i == P.noff) {
-		if (P.noff == MAX_SWITCHES)
+	if (on && i < P.noff) {
+		P.off_ids[i] = P.off_ids[P.noff - 1];
+		__atomic_store_n(&P.noff, P.noff - 1, __ATOMIC_RELEASE);
+	} else if (!on && i == P.noff) {
+		if (P.noff == MAX_SWITCHES) {
 			rc = -ENOSPC;
-		else
-			P.off_ids[P.noff++] = export_id;
+		} else {
+			P.off_ids[P.noff] = export_id;
+			__atomic_store_n(&P.noff, P.noff + 1, __ATOMIC_RELEASE);
+		}
 	}
 	pthread_mutex_unlock(&P.sw_lock);
 	return rc;
@@ -704,12 +711,14 @@ static void presto_abort(struct presto_txn *t)
 	t->has_op = false;
 }
 
-/* encbuf -- a thread's buffer for encoding records; freed with the thread. */
+/* encbuf -- a thread's buffer for encoding records, kept until the thread
+ * ends. Long opaques (a WRITE's data, a long reply) stay out of it (xiov),
+ * so records need a few KiB at most: ENCBUF_MIN covers every one. */
 struct encbuf {
 	uint8_t *buf;
 	size_t cap;
 };
-#define ENCBUF_KEEP (64 * 1024)
+#define ENCBUF_MIN (16 * 1024)
 static pthread_key_t encbuf_key;
 static pthread_once_t encbuf_once = PTHREAD_ONCE_INIT;
 
@@ -738,7 +747,7 @@ static struct encbuf *encbuf_get(size_t size)
 		}
 	}
 	if (eb->cap < size) {
-		size_t ncap = size < ENCBUF_KEEP ? ENCBUF_KEEP : size;
+		size_t ncap = size < ENCBUF_MIN ? ENCBUF_MIN : size;
 		uint8_t *nb = malloc(ncap);
 		if (!nb)
 			return NULL;
@@ -860,12 +869,6 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 	int niov = xiov_iov(&x, &xv, buf, iov);
 	xdr_destroy(&x);
 	rc = nvlog_append_nowait(P.log, (uint16_t)t->op.type, iov, niov, &t->lsn);
-	if (eb->cap > ENCBUF_KEEP) {
-		/* an unusually big record: do not keep its buffer */
-		free(eb->buf);
-		eb->buf = NULL;
-		eb->cap = 0;
-	}
 	if (rc == 0) {
 		t->logged = true;
 		/* still under the stripe locks: no later record on these
