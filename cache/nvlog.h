@@ -102,6 +102,7 @@ struct nvlog_info {
 	uint64_t durable_lsn;    /* every LSN up to it is durable */
 	uint64_t used_bytes;     /* live bytes, including padding */
 	uint64_t max_payload;    /* largest record payload accepted */
+	uint32_t version;        /* format version (nvlog_format.h): 2, or 1 until emptied */
 	struct nvlog_scan_report open_scan; /* what the scan at open found */
 };
 

@@ -23,14 +23,15 @@ uint32_t nvlog_sb_crc(const struct nvlog_sb *sb)
  */
 int nvlog_sb_check(const struct nvlog_sb *sb, size_t map_len)
 {
-	if (sb->magic != NVLOG_SB_MAGIC || sb->version != NVLOG_VERSION)
+	if (sb->magic != NVLOG_SB_MAGIC ||
+	    (sb->version != NVLOG_VERSION && sb->version != NVLOG_VERSION_V1))
 		return -EUCLEAN;
 	if (sb->crc != nvlog_sb_crc(sb))
 		return -EUCLEAN;
 	if (sb->size < NVLOG_MIN_SIZE || sb->size % 4096 || sb->size > map_len ||
 	    sb->area_off != NVLOG_AREA_OFF || sb->area_len != sb->size - sb->area_off)
 		return -EUCLEAN;
-	if (sb->tail_lsn == 0)
+	if (sb->tail_lsn == 0 || sb->tail_pos % nvlog_align(sb->version))
 		return -EUCLEAN;
 	return 0;
 }
@@ -114,7 +115,7 @@ static const char *nvlog_rec_valid(const struct nvlog_view *v, const uint8_t *ar
 	memcpy(&h, area + off, sizeof(h));
 	if ((why = nvlog_rec_shape(&h, rem)))
 		return why;
-	uint64_t size = h.type == NVLOG_TYPE_PAD ? rem : NVLOG_REC_SIZE(h.len);
+	uint64_t size = h.type == NVLOG_TYPE_PAD ? rem : nvlog_rec_size(nvlog_align(v->sb.version), h.len);
 	if (pos + size > limit)
 		return "overlaps tail";
 	if (h.lsn != n)
@@ -151,7 +152,7 @@ static bool nvlog_rec_proof(const struct nvlog_view *v, const uint8_t *area, uin
 	uint64_t rem = v->sb.area_len - off, lsn, dlsn;
 	struct nvlog_rec_hdr h;
 
-	/* cheap first look: this runs at every 8-byte position after a hole */
+	/* cheap first look: this runs at every aligned position after a hole */
 	memcpy(&lsn, area + off + offsetof(struct nvlog_rec_hdr, lsn), 8);
 	memcpy(&dlsn, area + off + offsetof(struct nvlog_rec_hdr, dlsn), 8);
 	if (lsn <= n || dlsn < n || dlsn >= lsn)
@@ -180,7 +181,7 @@ int nvlog_walk(const struct nvlog_view *v, uint64_t max_lsn,
     struct nvlog_walk_end *out)
 {
 	const uint8_t *area = v->base + v->sb.area_off;
-	uint64_t L = v->sb.area_len;
+	uint64_t L = v->sb.area_len, align = nvlog_align(v->sb.version);
 	uint64_t pos = v->sb.tail_pos, n = v->sb.tail_lsn, limit = pos + L;
 	uint32_t e = 0;
 	const char *why = NULL;
@@ -228,7 +229,7 @@ int nvlog_walk(const struct nvlog_view *v, uint64_t max_lsn,
 		out->bytes += h->len;
 		out->last_lsn = n;
 		out->last_epoch = h->epoch;
-		pos += NVLOG_REC_SIZE(h->len);
+		pos += nvlog_rec_size(align, h->len);
 		n++;
 	}
 	out->head_pos = pos;
@@ -243,7 +244,7 @@ int nvlog_walk(const struct nvlog_view *v, uint64_t max_lsn,
 	out->bad_off = bad_off;
 	out->why = why;
 	/* look for proof that record n had been durable (section 6) */
-	for (uint64_t q = pos + NVLOG_ALIGN; q < limit; q += NVLOG_ALIGN) {
+	for (uint64_t q = pos + align; q < limit; q += align) {
 		uint64_t off = q % L;
 		if (L - off < NVLOG_HDR_SIZE)
 			continue;

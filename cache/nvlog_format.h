@@ -36,9 +36,12 @@
  * 3. Records
  *
  *   A record is a 40-byte header (struct nvlog_rec_hdr) followed by len bytes
- *   of payload, padded with zeroes to a multiple of 8: its size on media is
- *   NVLOG_REC_SIZE(len) = align8(40 + len). Records are 8-byte aligned and
- *   never straddle the end of the area:
+ *   of payload, padded with zeroes to a multiple of A, the record alignment
+ *   of the log's version: A = 64 (one cache line) in version 2, the version
+ *   written by format; A = 8 in version 1, which the library still reads and
+ *   appends to (nvlog_open turns an empty version-1 log into version 2). The
+ *   size on media is nvlog_rec_size(A, len) = alignA(40 + len). Records are
+ *   A-byte aligned and never straddle the end of the area:
  *
  *   - if fewer than 40 bytes remain before the end of the area, the writer
  *     skips them (implicit wrap) and the reader does the same;
@@ -103,7 +106,7 @@
  *     - TORN: anything else; a crash mid-append. The partial record was
  *       never acknowledged (acknowledgement waits for every earlier record to
  *       be durable), so it is dropped, and so is everything after it.
- *     - CORRUPT: TORN, and some later 8-byte aligned position in the rest of
+ *     - CORRUPT: TORN, and some later A-byte aligned position in the rest of
  *       the area holds a record that validates on its own (bounds, salt, CRC,
  *       epoch) with lsn > n and dlsn >= n: proof that record n had been durable
  *       (acknowledged) and has since been damaged. The scan reports the LSN
@@ -134,15 +137,17 @@
 #endif
 
 #define NVLOG_SB_MAGIC     0x474f4c4f54534552ULL /* "RESTOLOG" little-endian */
-#define NVLOG_VERSION      1u
+#define NVLOG_VERSION      2u  /* written by format: 64-byte records */
+#define NVLOG_VERSION_V1   1u  /* read and appended to: 8-byte records */
 #define NVLOG_SB_SLOT_OFF0 0u
 #define NVLOG_SB_SLOT_OFF1 2048u
 #define NVLOG_AREA_OFF     4096u
 #define NVLOG_MIN_SIZE     (NVLOG_AREA_OFF + 65536u)
 #define NVLOG_HDR_SIZE     40u
-#define NVLOG_ALIGN        8u
-#define NVLOG_REC_SIZE(len) \
-	(((uint64_t)NVLOG_HDR_SIZE + (uint64_t)(len) + NVLOG_ALIGN - 1) & ~(uint64_t)(NVLOG_ALIGN - 1))
+#define NVLOG_ALIGN        64u /* record alignment of NVLOG_VERSION */
+#define NVLOG_ALIGN_V1     8u  /* record alignment of NVLOG_VERSION_V1 */
+/* the record size on media in a log of NVLOG_VERSION */
+#define NVLOG_REC_SIZE(len) nvlog_rec_size(NVLOG_ALIGN, (len))
 #define NVLOG_TYPE_USER_MAX 0xff00u
 #define NVLOG_TYPE_PAD      0xffffu
 
@@ -177,6 +182,18 @@ struct nvlog_rec_hdr {
 	uint64_t dlsn;
 	uint64_t time_ns;
 };
+
+/* nvlog_align -- the record alignment of a (checked) superblock version */
+static inline uint64_t nvlog_align(uint32_t version)
+{
+	return version == NVLOG_VERSION_V1 ? NVLOG_ALIGN_V1 : NVLOG_ALIGN;
+}
+
+/* nvlog_rec_size -- bytes on media of a record of len payload bytes */
+static inline uint64_t nvlog_rec_size(uint64_t align, uint64_t len)
+{
+	return (NVLOG_HDR_SIZE + len + align - 1) & ~(align - 1);
+}
 
 _Static_assert(sizeof(struct nvlog_sb) == 128, "superblock slot is 128 bytes");
 _Static_assert(sizeof(struct nvlog_rec_hdr) == NVLOG_HDR_SIZE, "header is 40 bytes");

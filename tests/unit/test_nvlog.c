@@ -374,7 +374,7 @@ static void test_damaged_pad(void **state)
 	tpath(p, sizeof(p), "pad");
 	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
 	struct nvlog *log = open_log(p);
-	uint8_t buf[960] = { 0 }; /* 1000 bytes on media: 65536 % 1000 leaves a pad */
+	uint8_t buf[920] = { 0 }; /* 960 bytes on media: 65536 % 960 leaves a pad */
 	struct iovec iov = { buf, sizeof(buf) };
 	uint64_t lsn;
 	for (int i = 0; i < 90; i++) {
@@ -653,6 +653,184 @@ static void test_superblock_torn(void **state)
 	assert_int_equal(nvlog_open(p, NULL, &log), -EUCLEAN);
 }
 
+/* a record as a version-1 writer put it: 8-byte aligned, at pos */
+static uint64_t put_v1_rec(const char *path, const struct nvlog_sb *sb, uint64_t pos, uint64_t lsn,
+    const uint8_t *payload, uint32_t len)
+{
+	struct nvlog_rec_hdr h = {
+		.len = len, .type = 7, .epoch = (uint32_t)sb->boot_epoch, .lsn = lsn, .dlsn = lsn - 1,
+	};
+	h.crc = nvlog_rec_crc(sb->salt, &h, payload);
+	file_rw(path, NVLOG_AREA_OFF + pos, &h, sizeof(h), true);
+	file_rw(path, NVLOG_AREA_OFF + pos + NVLOG_HDR_SIZE, (void *)payload, len, true);
+	return pos + nvlog_rec_size(NVLOG_ALIGN_V1, len);
+}
+
+/*
+ * Version 1 (8-byte records) is still read and appended to; an empty one
+ * becomes version 2 (64-byte records) at open. A superblock of an unknown
+ * version, or a tail off its version's alignment, is not a log.
+ */
+static void test_version1_log(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "v1");
+	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
+	struct nvlog_sb sb;
+	file_rw(p, NVLOG_SB_SLOT_OFF0, &sb, sizeof(sb), false);
+	assert_int_equal(sb.version, NVLOG_VERSION);
+	sb.version = NVLOG_VERSION_V1;
+	sb.crc = nvlog_sb_crc(&sb);
+	file_rw(p, NVLOG_SB_SLOT_OFF0, &sb, sizeof(sb), true);
+	uint8_t buf[100];
+	const uint32_t lens[3] = { 5, 13, 100 };
+	uint64_t pos = 0, offs[4];
+	for (int i = 0; i < 3; i++) {
+		pfill(buf, (uint64_t)i, lens[i]);
+		offs[i] = pos;
+		pos = put_v1_rec(p, &sb, pos, (uint64_t)i + 1, buf, lens[i]);
+	}
+	assert_int_equal(pos, 48 + 56 + 144);
+
+	/* read as written, and appended to at 8-byte alignment */
+	struct nvlog *log = open_log(p);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_int_equal(in.version, NVLOG_VERSION_V1);
+	assert_int_equal(in.open_scan.records, 3);
+	assert_int_equal(in.open_scan.end, NVLOG_SCAN_CLEAN);
+	struct iovec iov = { buf, 7 };
+	uint64_t lsn;
+	pfill(buf, 3, 7);
+	assert_int_equal(nvlog_append(log, 7, &iov, 1, &lsn), 0);
+	assert_int_equal(lsn, 4);
+	offs[3] = pos;
+	nvlog_close(log, true);
+	log = open_log(p);
+	nvlog_info(log, &in);
+	assert_int_equal(in.version, NVLOG_VERSION_V1);
+	struct seen *s = calloc(1, sizeof(*s));
+	assert_int_equal(nvlog_scan(log, collect, s, NULL), 0);
+	assert_int_equal(s->n, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(s->off[i], NVLOG_AREA_OFF + offs[i]);
+		assert_int_equal(s->len[i], i < 3 ? lens[i] : 7);
+	}
+	free(s);
+
+	/* emptied: the next open continues in version 2, at an aligned place */
+	assert_int_equal(nvlog_trim(log, 4), 0);
+	nvlog_close(log, true);
+	log = open_log(p);
+	nvlog_info(log, &in);
+	assert_int_equal(in.version, NVLOG_VERSION);
+	assert_int_equal(in.tail_lsn, 5);
+	for (uint64_t k = 5; k <= 40; k++)
+		assert_int_equal(app(log, k), k);
+	nvlog_close(log, true);
+	log = open_log(p);
+	nvlog_info(log, &in);
+	assert_int_equal(in.version, NVLOG_VERSION);
+	s = calloc(1, sizeof(*s));
+	s->check = 1;
+	assert_int_equal(nvlog_scan(log, collect, s, NULL), 0);
+	assert_int_equal(s->n, 36);
+	assert_int_equal(s->off[0], NVLOG_AREA_OFF + 320); /* 296 rounded up to a line */
+	for (uint64_t i = 0; i < s->n; i++)
+		assert_int_equal((s->off[i] - NVLOG_AREA_OFF) % NVLOG_ALIGN, 0);
+	free(s);
+	nvlog_close(log, true);
+
+	/* hostile superblocks */
+	struct nvlog_sb cur[2];
+	file_rw(p, NVLOG_SB_SLOT_OFF0, &cur[0], sizeof(sb), false);
+	file_rw(p, NVLOG_SB_SLOT_OFF1, &cur[1], sizeof(sb), false);
+	for (int i = 0; i < 2; i++) {
+		cur[i].version = 3;
+		cur[i].crc = nvlog_sb_crc(&cur[i]);
+		file_rw(p, i ? NVLOG_SB_SLOT_OFF1 : NVLOG_SB_SLOT_OFF0, &cur[i], sizeof(sb), true);
+	}
+	assert_int_equal(nvlog_open(p, NULL, &log), -EUCLEAN);
+	for (int i = 0; i < 2; i++) {
+		cur[i].version = NVLOG_VERSION;
+		cur[i].tail_pos += 8;
+		cur[i].crc = nvlog_sb_crc(&cur[i]);
+		file_rw(p, i ? NVLOG_SB_SLOT_OFF1 : NVLOG_SB_SLOT_OFF0, &cur[i], sizeof(sb), true);
+	}
+	assert_int_equal(nvlog_open(p, NULL, &log), -EUCLEAN);
+}
+
+struct iov_seen {
+	uint64_t n;
+	uint32_t len[64];
+	uint8_t *data[64];
+};
+
+static int iov_collect(void *arg, const struct nvlog_rec *r)
+{
+	struct iov_seen *s = arg;
+	assert_true(s->n < 64);
+	assert_int_equal(r->len, s->len[s->n]);
+	assert_memory_equal(r->payload, s->data[s->n], r->len);
+	assert_int_equal((r->offset - NVLOG_AREA_OFF) % NVLOG_ALIGN, 0);
+	s->n++;
+	return 0;
+}
+
+/*
+ * The appender gathers header, runs and pad into whole lines (small runs
+ * through a buffer, long ones copied in place): payloads of many runs, of
+ * every size around the buffer's and the line's edges, come back whole.
+ */
+static void test_append_gather(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "gather");
+	assert_int_equal(nvlog_format(p, 1 << 20, NULL), 0);
+	struct nvlog *log = open_log(p);
+	static const size_t sz[] = { 0, 1, 3, 23, 24, 25, 63, 64, 65, 255, 256, 257, 300, 983, 984,
+		985, 1023, 1024, 1025, 2047, 4096, 4099, 9000 };
+	const size_t nsz = sizeof(sz) / sizeof(sz[0]);
+	struct iov_seen seen = { 0 };
+	uint64_t rnd = 12345;
+	for (int r = 0; r < 48; r++) {
+		struct iovec iov[8];
+		int cnt = 1 + r % 8;
+		uint32_t total = 0;
+		for (int i = 0; i < cnt; i++) {
+			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+			size_t n = r < (int)nsz && i == 0 ? sz[r] : sz[(rnd >> 33) % nsz];
+			uint8_t *b = malloc(n + 1);
+			for (size_t j = 0; j < n; j++)
+				b[j] = (uint8_t)(rnd >> 24) + (uint8_t)j * 13;
+			iov[i] = (struct iovec){ b, n };
+			total += (uint32_t)n;
+		}
+		uint8_t *all = malloc(total + 1), *q = all;
+		for (int i = 0; i < cnt; i++) {
+			memcpy(q, iov[i].iov_base, iov[i].iov_len);
+			q += iov[i].iov_len;
+			free(iov[i].iov_base);
+			iov[i].iov_base = all + (q - all) - iov[i].iov_len; /* same bytes, from all */
+		}
+		uint64_t lsn;
+		assert_int_equal(nvlog_append(log, 9, iov, cnt, &lsn), 0);
+		seen.len[r] = total;
+		seen.data[r] = all;
+	}
+	nvlog_close(log, true);
+	log = open_log(p);
+	struct iov_seen check = seen;
+	check.n = 0;
+	assert_int_equal(nvlog_scan(log, iov_collect, &check, NULL), 0);
+	assert_int_equal(check.n, 48);
+	nvlog_close(log, true);
+	for (int r = 0; r < 48; r++)
+		free(seen.data[r]);
+}
+
 struct mt_arg {
 	struct nvlog *log;
 	int id, n;
@@ -917,6 +1095,8 @@ int main(void)
 		cmocka_unit_test(test_stale_epoch),
 		cmocka_unit_test(test_length_bounds),
 		cmocka_unit_test(test_superblock_torn),
+		cmocka_unit_test(test_version1_log),
+		cmocka_unit_test(test_append_gather),
 		cmocka_unit_test(test_group_commit_threads),
 		cmocka_unit_test(test_full_log),
 		cmocka_unit_test(test_nowait_trim_stats),
