@@ -104,7 +104,9 @@ struct nvlog {
  * Non-temporal stores at every size: libpmem would otherwise write a copy
  * under 256 bytes with ordinary stores and flush each line with CLWB, which
  * costs about 150 ns a line on this machine's VMs against a few ns streamed.
- * The appender hands over whole lines (nvlog_put), so nothing is partial.
+ * The appender hands over whole lines in a version-2 log (nvlog_put); the
+ * partial lines left are a pad's header, the seal at close, and every record
+ * of a version-1 log, whose records are 8-byte aligned.
  */
 static void nvlog_pmem_copy(void *ctx, void *dst, const void *src, size_t n)
 {
@@ -480,17 +482,30 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	nsb.boot_epoch++;
 	nsb.clean = 0;
 	memcpy(nsb.boot_id, bid, 16);
-	bool upgrade = nsb.version != NVLOG_VERSION && !log->read_only &&
-	    w.last_lsn + 1 == log->tail_lsn;
+	bool empty = !log->read_only && w.last_lsn + 1 == log->tail_lsn;
+	bool upgrade = empty && nsb.version != NVLOG_VERSION && w.end == NVLOG_END_CLEAN;
 	if (upgrade) {
-		/* an empty log of an older version: continue in the current one,
-		 * from the next aligned position (nothing live lies behind it; the
-		 * bytes skipped were free) */
+		/* an empty, orderly log of an older version: continue in the
+		 * current one from the next aligned position (the bytes skipped
+		 * were free), sealed so that it ends CLEAN there (a TORN end is
+		 * kept as it is, for presto-log dump, until a clean open) */
+		static const uint8_t zero[NVLOG_ALIGN];
 		uint64_t p = (log->head_pos + NVLOG_ALIGN - 1) & ~(uint64_t)(NVLOG_ALIGN - 1);
+		uint8_t *dst = log->area + p % log->L;
+		log->ops.copy(log->ops.ctx, dst, zero, sizeof(zero));
+		log->ops.drain(log->ops.ctx);
+		if ((rc = log->ops.persist(log->ops.ctx, dst, sizeof(zero))))
+			goto fail;
 		nsb.version = NVLOG_VERSION;
 		nsb.tail_pos = p;
 	}
+	if (empty && nsb.version != NVLOG_VERSION_V1)
+		nsb.tail_epoch = (uint32_t)nsb.boot_epoch; /* whatever lies at the tail is older */
 	if ((rc = nvlog_sb_write(log, &nsb)))
+		goto fail;
+	/* both slots in the new version: a binary that knows only the old one
+	 * must not fall back to the other slot, older tail and all */
+	if (upgrade && (rc = nvlog_sb_write(log, &nsb)))
 		goto fail;
 	if (upgrade) {
 		log->align = NVLOG_ALIGN;
@@ -724,8 +739,9 @@ static int nvlog_reserve(struct nvlog *log, uint64_t size, uint64_t len, uint64_
  * header, payload runs and pad of a record used to be three copies with a
  * partial line at each seam. So the appender gathers the record in a small
  * per-thread buffer and hands the log only runs that start on a line
- * boundary and are whole lines long (the last one may end early in a
- * version-1 log, whose records are 8-byte aligned). A payload run of at least
+ * boundary and are whole lines long, in a version-2 log (a version-1 log's
+ * records are 8-byte aligned: the runs are shifted by the record's offset in
+ * its line, and the last may end early; correct, only slower). A run of at least
  * NVLOG_DIRECT_MIN bytes is copied from where it lies once the buffer has
  * completed its line, so WRITE data is not copied twice.
  */
@@ -867,6 +883,7 @@ int nvlog_trim(struct nvlog *log, uint64_t upto)
 	pthread_mutex_lock(&log->sb_lock);
 	pthread_mutex_lock(&log->lock);
 	uint64_t d = log->durable_lsn, pos = log->tail_pos, n = log->tail_lsn;
+	uint32_t ep = log->sb.tail_epoch;
 	pthread_mutex_unlock(&log->lock);
 	if (upto > d)
 		upto = d;
@@ -890,6 +907,8 @@ int nvlog_trim(struct nvlog *log, uint64_t upto)
 			rc = -EUCLEAN;
 			goto out;
 		}
+		if (h->epoch > ep)
+			ep = h->epoch;
 		if (h->type == NVLOG_TYPE_PAD) {
 			pos += rem;
 			continue;
@@ -900,6 +919,8 @@ int nvlog_trim(struct nvlog *log, uint64_t upto)
 	struct nvlog_sb nsb = log->sb;
 	nsb.tail_pos = pos;
 	nsb.tail_lsn = n;
+	if (nsb.version != NVLOG_VERSION_V1)
+		nsb.tail_epoch = ep; /* epochs never decrease along the log */
 	if ((rc = nvlog_sb_write(log, &nsb)))
 		goto out;
 	pthread_mutex_lock(&log->lock);
@@ -925,6 +946,8 @@ int nvlog_reset(struct nvlog *log)
 		goto out;
 	nsb.tail_pos = log->head_pos;
 	nsb.tail_lsn = log->next_lsn;
+	if (nsb.version != NVLOG_VERSION_V1)
+		nsb.tail_epoch = log->epoch32;
 	if ((rc = nvlog_sb_write(log, &nsb)))
 		goto out;
 	pthread_mutex_lock(&log->lock);

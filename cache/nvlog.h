@@ -37,8 +37,8 @@ struct nvlog;
  * The persistence operations. A range of the mapping is durable once the
  * thread that wrote it called copy() into it and then drain(), and then any
  * thread called persist() over a range covering it. The library provides two
- * tables (pmem: copy = pmem_memcpy_nodrain, drain = pmem_drain, persist =
- * nothing; msync: copy = memcpy, drain = nothing, persist = pmem_msync) and
+ * tables (pmem: copy = pmem_memcpy with non-temporal stores and no drain,
+ * drain = pmem_drain, persist = nothing; msync: copy = memcpy, drain = nothing, persist = pmem_msync) and
  * picks one from pmem_is_pmem() at open. Tests pass their own to simulate
  * power loss. persist() returns 0 or -errno; a failure is never ignored.
  */

@@ -14,7 +14,10 @@
 
 uint32_t nvlog_sb_crc(const struct nvlog_sb *sb)
 {
-	return crc32c(0, sb, offsetof(struct nvlog_sb, crc));
+	uint32_t c = crc32c(0, sb, offsetof(struct nvlog_sb, crc));
+	if (sb->version != NVLOG_VERSION_V1)
+		c = crc32c(c, &sb->tail_epoch, sizeof(sb->tail_epoch));
+	return c;
 }
 
 /*
@@ -32,6 +35,8 @@ int nvlog_sb_check(const struct nvlog_sb *sb, size_t map_len)
 	    sb->area_off != NVLOG_AREA_OFF || sb->area_len != sb->size - sb->area_off)
 		return -EUCLEAN;
 	if (sb->tail_lsn == 0 || sb->tail_pos % nvlog_align(sb->version))
+		return -EUCLEAN;
+	if (sb->version != NVLOG_VERSION_V1 && sb->tail_epoch > (uint32_t)sb->boot_epoch)
 		return -EUCLEAN;
 	return 0;
 }
@@ -183,7 +188,7 @@ int nvlog_walk(const struct nvlog_view *v, uint64_t max_lsn,
 	const uint8_t *area = v->base + v->sb.area_off;
 	uint64_t L = v->sb.area_len, align = nvlog_align(v->sb.version);
 	uint64_t pos = v->sb.tail_pos, n = v->sb.tail_lsn, limit = pos + L;
-	uint32_t e = 0;
+	uint32_t e = v->sb.version == NVLOG_VERSION_V1 ? 0 : v->sb.tail_epoch;
 	const char *why = NULL;
 
 	memset(out, 0, sizeof(*out));

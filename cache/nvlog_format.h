@@ -18,8 +18,10 @@
  * 2. Superblock
  *
  *   Two slots of struct nvlog_sb (128 bytes). A slot is valid when its magic,
- *   version and CRC32C (field crc, over bytes [0, offsetof(crc)) of the slot)
- *   check out and its sizes are consistent with the mapping. The valid slot
+ *   version and CRC32C (field crc, over bytes [0, offsetof(crc)) of the slot,
+ *   then in version 2 the 4 bytes of tail_epoch after it) check out, its
+ *   sizes are consistent with the mapping, its tail_pos is a multiple of the
+ *   version's record alignment and (version 2) tail_epoch <= boot_epoch. The valid slot
  *   with the larger seq is current. An update writes the whole new content
  *   (seq + 1) into the other slot and persists it; the old slot stays intact,
  *   so a crash mid-update leaves either the old or the new content current,
@@ -30,8 +32,11 @@
  *   every open, the NFS write verifier comes from it; boot_id, the machine's
  *   /proc/sys/kernel/random/boot_id at the last open (a different one at the
  *   next open means the machine rebooted and unsynced page-cache writes may be
- *   lost); tail_pos/tail_lsn, the oldest live record (4); clean, set by a
- *   clean close and cleared by open.
+ *   lost); tail_pos/tail_lsn, the oldest live record (4); tail_epoch
+ *   (version 2), a lower bound on the epoch of the record at the tail: the
+ *   epoch of the last record a trim stepped over, or the epoch of the open
+ *   that found the log empty (section 5 says why); clean, set by a clean
+ *   close and cleared by open.
  *
  * 3. Records
  *
@@ -44,7 +49,8 @@
  *   A-byte aligned and never straddle the end of the area:
  *
  *   - if fewer than 40 bytes remain before the end of the area, the writer
- *     skips them (implicit wrap) and the reader does the same;
+ *     skips them (implicit wrap) and the reader does the same (version 1
+ *     only: with 64-byte records at least 64 bytes always remain);
  *   - otherwise, if the record does not fit, the writer first writes a pad
  *     record (type NVLOG_TYPE_PAD) covering exactly the rest of the area; the
  *     pad carries the LSN of the record that follows it at offset 0; its CRC
@@ -73,7 +79,8 @@
  * 5. Validity rule
  *
  *   The scan expects, at position p, the record with LSN n and an epoch at
- *   least e (the previous record's; 0 at the tail). The bytes there are the
+ *   least e (the previous record's; at the tail, the superblock's tail_epoch
+ *   in version 2 and 0 in version 1). The bytes there are the
  *   expected record when all of these hold:
  *     - the header lies inside the area (implicit wrap handled first);
  *     - 40 + len fits between the offset and the end of the area, and the
@@ -90,7 +97,9 @@
  *   earlier format (or before nvlog_reset) has another salt; a record written
  *   past a hole in an earlier crashed run has an older epoch than the records
  *   that a later run wrote before it (every open bumps the epoch, and writing
- *   resumes at the hole).
+ *   resumes at the hole), or, when a trim has taken all of those later
+ *   records and left the tail exactly on the stale record, an older epoch
+ *   than the tail_epoch floor the trim recorded (version 1 lacks the floor).
  *
  * 6. Recovery scan
  *
@@ -167,8 +176,8 @@ struct nvlog_sb {
 	uint64_t tail_pos;
 	uint64_t tail_lsn;
 	uint64_t format_time; /* CLOCK_REALTIME seconds at format */
-	uint32_t crc;         /* CRC32C of the bytes before it */
-	uint32_t pad0;
+	uint32_t crc;         /* CRC32C of the other bytes of the slot (v1: of the bytes before it) */
+	uint32_t tail_epoch;  /* v2: the epoch floor at the tail (v1: 0, not covered by crc) */
 };
 
 /* a record header (40 bytes on media) */

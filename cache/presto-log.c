@@ -152,9 +152,11 @@ static void dump_slot(const struct nvlog_sb *s, int i, bool valid, bool current,
 		    ", \"version\": %u, \"size\": %" PRIu64 ", \"area_len\": %" PRIu64
 		    ", \"uuid\": \"%s\", \"salt\": \"%016" PRIx64 "\", \"boot_epoch\": %" PRIu64
 		    ", \"boot_id\": \"%s\", \"tail_pos\": %" PRIu64 ", \"tail_lsn\": %" PRIu64
+		    ", \"tail_epoch\": %u, \"record_align\": %" PRIu64
 		    ", \"clean\": %s, \"format_time\": %" PRIu64 "}",
 		    i, valid ? "true" : "false", current ? "true" : "false", s->seq, s->version,
 		    s->size, s->area_len, u, s->salt, s->boot_epoch, bid, s->tail_pos, s->tail_lsn,
+		    s->version == NVLOG_VERSION_V1 ? 0 : s->tail_epoch, nvlog_align(s->version),
 		    s->clean ? "true" : "false", s->format_time);
 		return;
 	}
@@ -162,13 +164,15 @@ static void dump_slot(const struct nvlog_sb *s, int i, bool valid, bool current,
 	    current ? " (current)" : "", s->seq);
 	if (!valid)
 		return;
-	printf("  version %u  size %" PRIu64 "  area %" PRIu64 " bytes at %" PRIu64 "\n", s->version,
-	    s->size, s->area_len, s->area_off);
+	printf("  version %u (%" PRIu64 "-byte records)  size %" PRIu64 "  area %" PRIu64
+	    " bytes at %" PRIu64 "\n", s->version, nvlog_align(s->version), s->size, s->area_len,
+	    s->area_off);
 	printf("  uuid %s  salt %016" PRIx64 "\n", u, s->salt);
 	printf("  boot epoch %" PRIu64 "  boot id %s  clean %s\n", s->boot_epoch, bid,
 	    s->clean ? "yes" : "no");
-	printf("  tail lsn %" PRIu64 " at position %" PRIu64 " (offset %" PRIu64 ")\n", s->tail_lsn,
-	    s->tail_pos, s->area_len ? NVLOG_AREA_OFF + s->tail_pos % s->area_len : 0);
+	printf("  tail lsn %" PRIu64 " at position %" PRIu64 " (offset %" PRIu64 "), epoch >= %u\n",
+	    s->tail_lsn, s->tail_pos, s->area_len ? NVLOG_AREA_OFF + s->tail_pos % s->area_len : 0,
+	    s->version == NVLOG_VERSION_V1 ? 0 : s->tail_epoch);
 }
 
 static const char *end_name(enum nvlog_end e)

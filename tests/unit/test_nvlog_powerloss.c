@@ -9,7 +9,9 @@
  * garbled, chosen per cache line. The log is then reopened with the real ops
  * and must hold every acknowledged record, once, in order, with its payload.
  * The sweep runs every N from the first persist (the epoch bump at open) to
- * past the last, single-threaded and with four threads.
+ * past the last, single-threaded and with four threads, on a log of the
+ * current version, on a version-1 log, and on an empty version-1 log that the
+ * open under simulation turns into version 2.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -228,12 +230,49 @@ static int check_cb(void *arg, const struct nvlog_rec *r)
 	return 0;
 }
 
+/* the log's format at the start of a run */
+enum start {
+	START_V2,       /* the current version, 20 acknowledged records */
+	START_V1,       /* version 1 (8-byte records): one written by hand, then 20 */
+	START_V1_EMPTY, /* version 1, empty: the simulated open turns it into version 2 */
+};
+
+/* make the fresh log at path version 1, with one record (key) if key != 0 */
+static void make_v1(const char *path, uint64_t key, struct acked *a)
+{
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	struct nvlog_sb sb;
+	assert_int_equal(pread(fd, &sb, sizeof(sb), NVLOG_SB_SLOT_OFF0), (ssize_t)sizeof(sb));
+	sb.version = NVLOG_VERSION_V1;
+	sb.crc = nvlog_sb_crc(&sb);
+	assert_int_equal(pwrite(fd, &sb, sizeof(sb), NVLOG_SB_SLOT_OFF0), (ssize_t)sizeof(sb));
+	if (key) {
+		uint8_t buf[NVLOG_HDR_SIZE + 2700];
+		size_t n = key_len(key);
+		memcpy(buf + NVLOG_HDR_SIZE, &key, 8);
+		fill(buf + NVLOG_HDR_SIZE + 8, key, n - 8);
+		struct nvlog_rec_hdr h = {
+			.len = (uint32_t)n, .type = 5, .epoch = (uint32_t)sb.boot_epoch, .lsn = 1,
+		};
+		h.crc = nvlog_rec_crc(sb.salt, &h, buf + NVLOG_HDR_SIZE);
+		memcpy(buf, &h, sizeof(h));
+		assert_int_equal(pwrite(fd, buf, NVLOG_HDR_SIZE + n, NVLOG_AREA_OFF),
+		    (ssize_t)(NVLOG_HDR_SIZE + n));
+		a->lsn[a->n] = 1;
+		a->key[a->n] = key;
+		a->n++;
+	}
+	close(fd);
+}
+
 /*
- * one_run -- a fresh log with 20 acknowledged records, then the workload with
- * the simulated ops, crashing at persist crash_at (0: never). Returns the
- * number of persists the run made.
+ * one_run -- a fresh log (see enum start), then the workload with the
+ * simulated ops, crashing at persist crash_at (0: never). Returns the number
+ * of persists the run made.
  */
-static int one_run(const char *path, int crash_at, int nthreads, uint64_t seed, bool drop_all)
+static int one_run(const char *path, int crash_at, int nthreads, uint64_t seed, bool drop_all,
+    enum start start)
 {
 	struct acked *a = calloc(1, sizeof(*a));
 	pthread_mutex_init(&a->mu, NULL);
@@ -241,10 +280,17 @@ static int one_run(const char *path, int crash_at, int nthreads, uint64_t seed, 
 	assert_int_equal(nvlog_format(path, LOG_SIZE, &fo), 0);
 	struct nvlog *log;
 	struct nvlog_opts o = { .full_wait_ms = 20 };
-	assert_int_equal(nvlog_open(path, &o, &log), 0);
-	for (uint64_t k = 0; k < 20; k++)
-		assert_int_equal(put(log, 0xff00000000ull + k, false, a), 0);
-	nvlog_close(log, false);
+	struct nvlog_info in;
+	if (start != START_V2)
+		make_v1(path, start == START_V1 ? 0xfd00000000ull : 0, a);
+	if (start != START_V1_EMPTY) {
+		assert_int_equal(nvlog_open(path, &o, &log), 0);
+		nvlog_info(log, &in);
+		assert_int_equal(in.version, start == START_V1 ? NVLOG_VERSION_V1 : NVLOG_VERSION);
+		for (uint64_t k = 0; k < 20; k++)
+			assert_int_equal(put(log, 0xff00000000ull + k, false, a), 0);
+		nvlog_close(log, false);
+	}
 
 	struct sim s = { .crash_at = crash_at, .seed = seed * 2654435761u + 1 };
 	pthread_mutex_init(&s.mu, NULL);
@@ -255,6 +301,8 @@ static int one_run(const char *path, int crash_at, int nthreads, uint64_t seed, 
 	o.ops = &ops;
 	int rc = nvlog_open(path, &o, &log);
 	if (rc == 0) {
+		nvlog_info(log, &in);
+		assert_int_equal(in.version, start == START_V1 ? NVLOG_VERSION_V1 : NVLOG_VERSION);
 		pthread_t th[8];
 		struct worker w[8];
 		for (int i = 0; i < nthreads; i++) {
@@ -288,8 +336,9 @@ static int one_run(const char *path, int crash_at, int nthreads, uint64_t seed, 
 	/* recovery with the real ops */
 	struct nvlog_opts ro = { 0 };
 	assert_int_equal(nvlog_open(path, &ro, &log), 0);
-	struct nvlog_info in;
 	nvlog_info(log, &in);
+	if (start == START_V1)
+		assert_int_equal(in.version, NVLOG_VERSION_V1); /* never empty */
 	assert_int_not_equal(in.open_scan.end, NVLOG_SCAN_CORRUPT);
 	struct check c = { .a = a, .found = calloc((size_t)a->n + 1, 1) };
 	assert_int_equal(nvlog_scan(log, check_cb, &c, NULL), 0);
@@ -316,31 +365,42 @@ static int one_run(const char *path, int crash_at, int nthreads, uint64_t seed, 
 
 static char tdir[64];
 
-static void sweep(int nthreads)
+static void sweep(int nthreads, enum start start)
 {
+	static const char *name[] = { "version 2", "version 1", "empty version 1" };
 	char p[128];
 	snprintf(p, sizeof(p), "%s/pl%d", tdir, nthreads);
-	int total = one_run(p, 0, nthreads, 1, false);
+	int total = one_run(p, 0, nthreads, 1, false, start);
 	assert_true(total > 30);
 	int runs = 0;
 	for (int n = 1; n <= total + 3; n++) {
-		one_run(p, n, nthreads, (uint64_t)n, false);
-		one_run(p, n, nthreads, (uint64_t)n + 7777, true);
+		one_run(p, n, nthreads, (uint64_t)n, false, start);
+		one_run(p, n, nthreads, (uint64_t)n + 7777, true, start);
 		runs += 2;
 	}
-	print_message("%d threads: %d persists per run, %d crash runs\n", nthreads, total, runs);
+	print_message("%s, %d threads: %d persists per run, %d crash runs\n", name[start], nthreads,
+	    total, runs);
 }
 
 static void test_powerloss_sweep_1thread(void **state)
 {
 	(void)state;
-	sweep(1);
+	sweep(1, START_V2);
 }
 
 static void test_powerloss_sweep_4threads(void **state)
 {
 	(void)state;
-	sweep(4);
+	sweep(4, START_V2);
+}
+
+/* a version-1 log's appends and trims, and the open that upgrades one */
+static void test_powerloss_sweep_v1(void **state)
+{
+	(void)state;
+	sweep(1, START_V1);
+	sweep(4, START_V1);
+	sweep(1, START_V1_EMPTY);
 }
 
 static int setup(void **state)
@@ -364,6 +424,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_powerloss_sweep_1thread),
 		cmocka_unit_test(test_powerloss_sweep_4threads),
+		cmocka_unit_test(test_powerloss_sweep_v1),
 	};
 	return cmocka_run_group_tests_name("nvlog_powerloss", tests, setup, teardown);
 }
