@@ -153,10 +153,13 @@ int conf_set(struct nfsd_conf *c, const char *key, const char *v, char *err, siz
 		rc = parse_size(v, &c->nvram_size);
 	else if (!strcmp(key, "replay")) {
 		rc = 0;
+		c->replay_force = false;
 		if (!strcmp(v, "always"))
 			c->replay_always = true;
 		else if (!strcmp(v, "auto"))
 			c->replay_always = false;
+		else if (!strcmp(v, "force"))
+			c->replay_always = c->replay_force = true;
 		else
 			rc = -EINVAL;
 	} else if (!strcmp(key, "destage"))

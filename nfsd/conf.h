@@ -25,6 +25,7 @@ struct nfsd_conf {
 	char nvram[4096];		/* "" : no log, every export presto off */
 	unsigned long long nvram_size;
 	bool replay_always;
+	bool replay_force;		/* replay = force */
 	bool destage;			/* false: hold the destager */
 	unsigned destage_age_ms;
 	unsigned high_water_pct;

@@ -43,7 +43,7 @@ static void usage(FILE *f)
 		"usage: presto-nfsd [-c CONF] [--exports FILE] [--state-dir DIR] [--bind ADDR]...\n"
 		"                   [--nfs-port N] [--mount-port N] [--no-rpcbind] [--threads N]\n"
 		"                   [--foreground] [--debug] [--nvram PATH] [--nvram-size SIZE]\n"
-		"                   [--replay=auto|always] [--no-destage] [--control PATH]\n"
+		"                   [--replay=auto|always|force] [--no-destage] [--control PATH]\n"
 		"\n"
 		"  -c, --config FILE   read settings from FILE (see etc/presto.conf)\n"
 		"  --exports FILE      exports in knfsd exports(5) syntax\n"
@@ -60,8 +60,9 @@ static void usage(FILE *f)
 		"                      exports without nopresto; a file on DAX pmem, /dev/shm\n"
 		"                      (battery-backed RAM emulation) or disk\n"
 		"  --nvram-size SIZE   size when formatting (e.g. 64M)\n"
-		"  --replay=auto|always  replay live records only after a reboot (auto) or\n"
-		"                      always (as after a power cut)\n"
+		"  --replay=auto|always|force  replay live records only after a reboot (auto)\n"
+		"                      or always (as after a power cut); force: always, and\n"
+		"                      discard records that cannot be replayed\n"
 		"  --no-destage        hold the destager (records stay until the log fills)\n"
 		"  --control PATH      control socket (default STATE_DIR/control.sock)\n");
 }
@@ -78,6 +79,10 @@ static int reload_exports(char *err, size_t errlen)
 		return rc;
 	}
 	xtab_install(x);
+	if ((rc = presto_marks_update(x)) < 0) {
+		errno = -rc;
+		log_warn("%s/export-marks", conf.state_dir);
+	}
 	/* cached descriptors of exports that went away close as soon as no
 	 * call uses them */
 	fdcache_clear();
@@ -277,7 +282,8 @@ int main(int argc, char **argv)
 	struct presto_conf pc = {
 		.nvram = conf.nvram[0] ? conf.nvram : NULL,
 		.nvram_size = conf.nvram_size,
-		.replay = conf.replay_always ? PRESTO_REPLAY_ALWAYS : PRESTO_REPLAY_AUTO,
+		.replay = conf.replay_force ? PRESTO_REPLAY_FORCE
+			  : conf.replay_always ? PRESTO_REPLAY_ALWAYS : PRESTO_REPLAY_AUTO,
 		.no_destage = !conf.destage,
 		.destage_age_ms = conf.destage_age_ms,
 		.high_water_pct = conf.high_water_pct,

@@ -448,6 +448,52 @@ static int rd_save(void)
 	return rc;
 }
 
+/*
+ * The replay-pending mark: STATE_DIR/replay-pending exists (durably) from
+ * before a replay starts until the log has been trimmed after it. A start
+ * that finds it replays again even in the same boot: an interrupted replay
+ * (killed, or a failed sync or trim) left records unapplied that the page
+ * cache, which survived, does not hold.
+ */
+static void replay_mark_path(char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/replay-pending", P.conf.state_dir);
+}
+
+static int sync_state_dir(void)
+{
+	int dfd = open(P.conf.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	int rc = fsync(dfd) < 0 ? -errno : 0;
+	close(dfd);
+	return rc;
+}
+
+static bool replay_pending(void)
+{
+	char path[4200];
+	replay_mark_path(path, sizeof(path));
+	return access(path, F_OK) == 0;
+}
+
+static int replay_mark(bool on)
+{
+	char path[4200];
+	replay_mark_path(path, sizeof(path));
+	if (!on) {
+		if (unlink(path) < 0)
+			return errno == ENOENT ? 0 : -errno;
+		return sync_state_dir();
+	}
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc ? rc : sync_state_dir();
+}
+
 /* ---- switches ---- */
 
 bool presto_enabled(const struct xexport *xe, bool export_opt)
@@ -1065,6 +1111,154 @@ static bool stamped(struct replay_ctx *rc, int dirfd)
 	return true;
 }
 
+/*
+ * Export marks. A replay must go onto the filesystems the log was written
+ * for: an export whose filesystem failed to mount is a directory of another
+ * filesystem, where every recorded handle is stale, and "stale" reads as
+ * "removed later". So each export's root carries a random mark (xattr
+ * trusted.presto.export) and STATE_DIR/export-marks keeps every export's
+ * mark as of the last start or exports reload. A replay resolves nothing in
+ * an export whose root lacks its remembered mark: -EXDEV, an error.
+ */
+#define EXPORT_MARK_XATTR "trusted.presto.export"
+#define EXPORT_MARK_LEN 16
+
+struct xmark {
+	uint32_t id;
+	uint8_t mark[EXPORT_MARK_LEN];
+	bool warned;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct xmark *v;
+	size_t n;
+} M = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void marks_path(char *buf, size_t n, bool tmp)
+{
+	snprintf(buf, n, "%s/export-marks%s", P.conf.state_dir, tmp ? ".tmp" : "");
+}
+
+/* marks_load -- the remembered marks (a missing file: none) */
+static void marks_load(void)
+{
+	char path[4200], line[256], hx[64];
+	FILE *f;
+
+	marks_path(path, sizeof(path), false);
+	if (!(f = fopen(path, "re")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		struct xmark m;
+		unsigned len;
+		if (sscanf(line, "%u %63s", &m.id, hx) != 2 ||
+		    unhex(hx, m.mark, EXPORT_MARK_LEN, &len) < 0 || len != EXPORT_MARK_LEN) {
+			log_warnx("%s: malformed line ignored", path);
+			continue;
+		}
+		struct xmark *n = realloc(M.v, (M.n + 1) * sizeof(*n));
+		if (!n)
+			break;
+		M.v = n;
+		M.v[M.n++] = m;
+	}
+	fclose(f);
+}
+
+/* export_mark_ok -- is xe's root the one the log's records were written
+ * for? (true when nothing is remembered for it) */
+static bool export_mark_ok(const struct xexport *xe)
+{
+	uint8_t cur[EXPORT_MARK_LEN];
+	bool ok = true;
+
+	pthread_mutex_lock(&M.lock);
+	for (size_t i = 0; i < M.n; i++) {
+		if (M.v[i].id != xe->e->id)
+			continue;
+		ok = fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, cur, sizeof(cur)) == sizeof(cur) &&
+		     memcmp(cur, M.v[i].mark, sizeof(cur)) == 0;
+		if (!ok && !M.v[i].warned) {
+			M.v[i].warned = true;
+			log_warnx("export %s: its root does not carry the mark it had when the log's "
+				  "records were written (%s/export-marks): not the same filesystem "
+				  "(is it mounted?); its records are not replayed",
+				  xe->e->path, P.conf.state_dir);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&M.lock);
+	return ok;
+}
+
+int presto_marks_update(const struct xtab *xt)
+{
+	char path[4200], tmp[4200], hx[2 * EXPORT_MARK_LEN + 1];
+	struct xmark *v = calloc(xt->n ? xt->n : 1, sizeof(*v));
+	size_t n = 0;
+	int rc = 0;
+
+	if (!P.log)
+		goto out;	/* no log, no records to guard */
+	if (!v) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < xt->n; i++) {
+		const struct xexport *xe = &xt->v[i];
+		uint8_t m[EXPORT_MARK_LEN];
+		ssize_t l = fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m));
+		if (l != (ssize_t)sizeof(m)) {
+			randombytes_buf(m, sizeof(m));
+			if (fsetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m), 0) < 0 ||
+			    fsync(xe->root_fd) < 0)
+				continue;	/* read-only, no xattrs: nothing to check by */
+		}
+		v[n].id = xe->e->id;
+		memcpy(v[n].mark, m, sizeof(m));
+		n++;
+	}
+	marks_path(path, sizeof(path), false);
+	marks_path(tmp, sizeof(tmp), true);
+	FILE *f = fopen(tmp, "we");
+	if (!f) {
+		rc = -errno;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		hex(hx, v[i].mark, EXPORT_MARK_LEN);
+		fprintf(f, "%u %s\n", v[i].id, hx);
+	}
+	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+		rc = -errno;
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = sync_state_dir();
+	if (rc == 0) {
+		pthread_mutex_lock(&M.lock);
+		free(M.v);
+		M.v = v;
+		M.n = n;
+		v = NULL;
+		pthread_mutex_unlock(&M.lock);
+	}
+out:
+	free(v);
+	return rc;
+}
+
+/* name_ok -- a name from the log is one directory entry (the log is input
+ * too: CRC-valid is not well-formed) */
+static bool name_ok(const char *n)
+{
+	return n && n[0] && strlen(n) <= NAME_MAX && !strchr(n, '/') && strcmp(n, ".") &&
+	       strcmp(n, "..");
+}
+
 /* resolve -- an O_PATH descriptor of a logged object, through a redirect
  * when its recorded handle went stale. -ESTALE when it does not exist. */
 static int resolve(struct xtab *xt, const plog_obj *o, struct fh_kernel *now)
@@ -1077,7 +1271,9 @@ static int resolve(struct xtab *xt, const plog_obj *o, struct fh_kernel *now)
 	struct fh_kernel kh;
 
 	if (!xe)
-		return -ESTALE;
+		return -ENXIO;	/* not "removed later": the export is gone */
+	if (!export_mark_ok(xe))
+		return -EXDEV;	/* not its filesystem (not mounted?) */
 	kh_from_plog(&o->kh, &kh);
 	for (int pass = 0; pass < 2; pass++) {
 		u.h.handle_bytes = kh.len;
@@ -1122,8 +1318,15 @@ static int replay_attr(int fd, const plog_attr *a, bool is_link)
 	    fchownat(fd, "", a->set_uid ? a->uid : (uid_t)-1, a->set_gid ? a->gid : (gid_t)-1,
 		     AT_EMPTY_PATH) < 0)
 		return -errno;
-	if (a->set_size && !is_link && truncate(p, (off_t)a->size) < 0)
-		return -errno;
+	if (a->set_size && !is_link) {
+		struct stat st;
+		if (fstat(fd, &st) < 0)
+			return -errno;
+		if (!S_ISREG(st.st_mode))
+			return -EINVAL;	/* sizes are logged for files only */
+		if (truncate(p, (off_t)a->size) < 0)
+			return -errno;
+	}
 	if (a->set_mode && !is_link && chmod(p, a->mode & 07777) < 0)
 		return -errno;
 	if (a->atime.set || a->mtime.set) {
@@ -1149,8 +1352,18 @@ static int replay_write(struct replay_ctx *rc, const plog_write *w)
 		close(fd);
 		return 0;
 	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EBADF;	/* WRITEs are logged for regular files only */
+	}
 	vfs_proc_path(fd, p);
-	int wfd = open(p, O_WRONLY | O_CLOEXEC);
+	int wfd = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);	/* a regular file (above) */
 	close(fd);
 	if (wfd < 0)
 		return -errno;
@@ -1182,6 +1395,8 @@ static int replay_setattr(struct replay_ctx *rc, const plog_setattr *s)
 
 static int replay_create(struct replay_ctx *rc, const plog_create *c)
 {
+	if (!name_ok(c->name) || ((c->type & S_IFMT) == S_IFLNK && !c->target))
+		return -EINVAL;
 	int dfd = resolve(rc->xt, &c->dir, NULL);
 	struct stat st;
 	int e = 0;
@@ -1219,14 +1434,21 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 		e = -errno;
 		goto out;
 	}
-	stamp_set(dfd, true, rc->lsn);
 	e = replay_attr(nfd, &c->attr, (c->type & S_IFMT) == S_IFLNK);
+	/* the redirect whatever became of the attributes, and durable before
+	 * the stamp: a replay interrupted after this one must not find the
+	 * name re-created but no way from the old handle to it */
 	struct fh_kernel old, now;
 	kh_from_plog(&c->result, &old);
-	if (e == 0 && fh_of(nfd, "", &now, NULL) == 0 && !kh_eq(&old, &now)) {
-		e = rd_add(c->dir.export_id, &old, &now);
+	if (fh_of(nfd, "", &now, NULL) == 0 && !kh_eq(&old, &now)) {
+		int r = rd_add(c->dir.export_id, &old, &now);
+		if (r == 0)
+			r = rd_save();
+		if (r < 0)
+			e = r;
 		CNT_ADD(rec_redirects, 1);
 	}
+	stamp_set(dfd, true, rc->lsn);
 	close(nfd);
 out:
 	close(dfd);
@@ -1235,6 +1457,8 @@ out:
 
 static int replay_remove(struct replay_ctx *rc, const plog_remove *r)
 {
+	if (!name_ok(r->name))
+		return -EINVAL;
 	int dfd = resolve(rc->xt, &r->dir, NULL);
 	int e = 0;
 
@@ -1252,6 +1476,8 @@ static int replay_remove(struct replay_ctx *rc, const plog_remove *r)
 
 static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
 {
+	if (!name_ok(r->fromname) || !name_ok(r->toname))
+		return -EINVAL;
 	int fdir = resolve(rc->xt, &r->fromdir, NULL);
 	int e = 0;
 
@@ -1296,6 +1522,8 @@ static int replay_link(struct replay_ctx *rc, const plog_link *l)
 	struct stat st;
 	char p[32];
 	int e = 0;
+	if (!name_ok(l->name))
+		return -EINVAL;
 	int dfd = resolve(rc->xt, &l->dir, NULL);
 
 	if (dfd < 0)
@@ -1341,11 +1569,6 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 		return 0;
 	}
 	xdr_destroy(&x);
-	if (r.drc_key.drc_key_len == sizeof(struct drc_key) && r.reply.reply_len >= 4) {
-		struct drc_key k;
-		memcpy(&k, r.drc_key.drc_key_val, sizeof(k));
-		drc_insert(&k, (const uint8_t *)r.reply.reply_val, r.reply.reply_len);
-	}
 	if (rc->apply) {
 		switch (r.op.type) {
 		case PLOG_WRITE:
@@ -1372,6 +1595,13 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 			errno = -e;
 			log_warn("replay of LSN %llu (type %u)", (unsigned long long)rec->lsn, rec->type);
 		}
+	}
+	/* a retransmission gets the original reply, unless the operation
+	 * could not be replayed (then the client must not be told it was done) */
+	if (e == 0 && r.drc_key.drc_key_len == sizeof(struct drc_key) && r.reply.reply_len >= 4) {
+		struct drc_key k;
+		memcpy(&k, r.drc_key.drc_key_val, sizeof(k));
+		drc_insert(&k, (const uint8_t *)r.reply.reply_val, r.reply.reply_len);
 	}
 	xdr_free(XDRPROC(xdr_plog_rec), (char *)&r);
 	return 0;
@@ -1427,24 +1657,44 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 	P.trust_file_stamps = !info.boot_id_changed;
 	P.state = "RECOVERING";
 	rd_load();
+	marks_load();
 
 	if (info.head_lsn >= info.tail_lsn) {
 		struct replay_ctx rctx = { .xt = xt };
 		struct nvlog_scan_report rep;
 		uint64_t t0 = rpc_now_ns();
 
-		rctx.apply = pc->replay == PRESTO_REPLAY_ALWAYS || info.boot_id_changed;
+		bool pending = replay_pending();
+		rctx.apply = pc->replay != PRESTO_REPLAY_AUTO || info.boot_id_changed || pending;
 		P.rec_replayed = rctx.apply;
 		log_info("NVRAM log %s holds LSN %llu..%llu: %s", pc->nvram,
 			 (unsigned long long)info.tail_lsn, (unsigned long long)info.head_lsn,
-			 rctx.apply ? "replaying onto the backing filesystem"
-				    : "the page cache survived; syncing it");
+			 !rctx.apply ? "the page cache survived; syncing it"
+			 : pending && !info.boot_id_changed && pc->replay == PRESTO_REPLAY_AUTO
+				     ? "an earlier replay did not finish; replaying again"
+				     : "replaying onto the backing filesystem");
+		if (rctx.apply && (rc = replay_mark(true)) < 0) {
+			errno = -rc;
+			log_warn("%s/replay-pending", P.conf.state_dir);
+			P.state = "ERROR";
+			return rc;
+		}
 		rc = nvlog_scan(P.log, replay_cb, &rctx, &rep);
 		if (rc < 0) {
 			errno = -rc;
 			log_warn("scanning the NVRAM log");
 			P.state = "ERROR";
 			return rc;
+		}
+		if (P.rec_errors > 0 && pc->replay != PRESTO_REPLAY_FORCE) {
+			/* nothing acknowledged is dropped without an operator */
+			log_warnx("recovery: %llu of %llu record(s) could not be replayed (see above); "
+				  "the NVRAM log keeps them and presto-nfsd does not start. Mount "
+				  "every export's filesystem and restore the exports, then start "
+				  "again; or start once with --replay=force to discard them",
+				  (unsigned long long)P.rec_errors, (unsigned long long)P.rec_records);
+			P.state = "ERROR";
+			return -EIO;
 		}
 		size_t before = P.nrd;
 		rd_prune(xt);
@@ -1465,12 +1715,24 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 			P.state = "ERROR";
 			return rc;
 		}
+		if ((rc = replay_mark(false)) < 0) {
+			errno = -rc;
+			log_warn("%s/replay-pending", P.conf.state_dir);
+			P.state = "ERROR";
+			return rc;
+		}
 		P.rec_ns = rpc_now_ns() - t0;
 		log_info("recovery: %llu record(s), %llu byte(s), %llu proved applied by their "
 			 "directories' stamps, %llu redirect(s), %llu error(s) in %.1f ms",
 			 (unsigned long long)P.rec_records, (unsigned long long)P.rec_bytes,
 			 (unsigned long long)rctx.stamped_skips, (unsigned long long)P.rec_redirects,
 			 (unsigned long long)P.rec_errors, (double)P.rec_ns / 1e6);
+	}
+	if ((rc = presto_marks_update(xt)) < 0) {
+		errno = -rc;
+		log_warn("%s/export-marks", P.conf.state_dir);
+		P.state = "ERROR";
+		return rc;
 	}
 	P.held = pc->no_destage;
 	P.state = "UP";

@@ -35,7 +35,16 @@
 struct xexport;
 struct xtab;
 
-enum presto_replay { PRESTO_REPLAY_AUTO, PRESTO_REPLAY_ALWAYS };
+/* presto_marks_update -- mark every export's root (xattr) and remember the
+ * marks in STATE_DIR/export-marks: a replay goes only onto roots that carry
+ * their mark. Called at start (after recovery) and at every exports reload.
+ * Returns 0 or -errno. */
+int presto_marks_update(const struct xtab *xt);
+
+/* auto: replay after a reboot (or an unfinished replay); always: as after a
+ * power cut; force: always, and trim even records that could not be
+ * replayed (an operator's decision, after reading why) */
+enum presto_replay { PRESTO_REPLAY_AUTO, PRESTO_REPLAY_ALWAYS, PRESTO_REPLAY_FORCE };
 
 struct presto_conf {
 	const char *nvram;		/* log path; NULL: no log, every export presto off */

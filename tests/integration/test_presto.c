@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -297,6 +298,156 @@ static void test_replay_restores_lost_writes(void **state)
 	if (n != (ssize_t)strlen(target) || memcmp(back, target, (size_t)n) != 0)
 		fail_msg("lost.link after replay: %zd bytes of target, not the %zu created", n,
 			 strlen(target));
+}
+
+#define MARK_XATTR "trusted.presto.export"
+static uint8_t saved_mark[16];
+static char kept_data[5000];
+
+static bool log_says(const struct it_server *s, const char *what)
+{
+	size_t len;
+	char *p = it_read_file(s->log, &len);
+	bool yes = p && strstr(p, what);
+	free(p);
+	return yes;
+}
+
+static bool state_has(const struct it_server *s, const char *name)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/state/%s", s->dir, name);
+	return access(path, F_OK) == 0;
+}
+
+/* another filesystem at the export's place (say its disk failed to mount):
+ * the root has another mark, and the page cache's data is gone */
+static void swap_mark(struct it_server *s)
+{
+	uint8_t other[16];
+	assert_int_equal(getxattr(it_path(s, "."), MARK_XATTR, saved_mark, sizeof(saved_mark)),
+			 sizeof(saved_mark));
+	memset(other, 0x5a, sizeof(other));
+	assert_int_equal(setxattr(it_path(s, "."), MARK_XATTR, other, sizeof(other), 0), 0);
+	assert_int_equal(truncate(it_path(s, "kept"), 0), 0);
+}
+
+static void restore_mark(struct it_server *s)
+{
+	assert_int_equal(setxattr(it_path(s, "."), MARK_XATTR, saved_mark, sizeof(saved_mark), 0), 0);
+}
+
+static void lose_forced(struct it_server *s)
+{
+	uint8_t other[16];
+	memset(other, 0xa5, sizeof(other));
+	assert_int_equal(setxattr(it_path(s, "."), MARK_XATTR, other, sizeof(other), 0), 0);
+	assert_int_equal(truncate(it_path(s, "forced"), 0), 0);
+}
+
+static void write_file_nfs(const char *name)
+{
+	struct it_fh root;
+	struct rpc_context *rpc;
+
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &root, name, UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	struct it_fh f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 0, kept_data, sizeof(kept_data), FILE_SYNC, &r),
+			 NFS3_OK);
+	it_rpc_close(rpc);
+}
+
+static void test_replay_refuses_other_filesystem(void **state)
+{
+	/* records for an export whose root is not the one they were written
+	 * for (its mark differs): the server keeps the log and does not start;
+	 * with the right filesystem back it replays them; --replay=force
+	 * discards what cannot be replayed */
+	size_t len;
+	char *p;
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	replay_always_no_destage();
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	it_fill(kept_data, sizeof(kept_data), 77);
+	write_file_nfs("kept");
+
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, swap_mark), -1);
+	assert_false(it_server_running(&srv));
+	if (!log_says(&srv, "could not be replayed"))
+		fail_msg("presto-nfsd did not say why it refused to start");
+	assert_true(state_has(&srv, "replay-pending"));
+	p = it_read_file(it_path(&srv, "kept"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 0);	/* nothing went onto the wrong filesystem */
+	free(p);
+
+	it_server_restart_after(&srv, SIGKILL, restore_mark);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	p = it_read_file(it_path(&srv, "kept"), &len);
+	assert_non_null(p);
+	if (len != sizeof(kept_data) || memcmp(p, kept_data, len) != 0)
+		fail_msg("kept: %zu bytes after the replay on the right filesystem, not the %zu written",
+			 len, sizeof(kept_data));
+	free(p);
+	assert_false(state_has(&srv, "replay-pending"));
+
+	write_file_nfs("forced");
+	it_presto_extra[0] = "--replay=force";
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, lose_forced), 0);
+	p = it_read_file(it_path(&srv, "forced"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 0);	/* discarded, as asked */
+	free(p);
+	assert_false(state_has(&srv, "replay-pending"));
+}
+
+static void interrupt_replay(struct it_server *s)
+{
+	char path[512];
+	/* what an interrupted replay had not reached yet: the data and the
+	 * file's applied stamp (same boot: a reached one would be in the page
+	 * cache with its data) */
+	assert_int_equal(truncate(it_path(s, "resume"), 0), 0);
+	removexattr(it_path(s, "resume"), "trusted.presto.lsn");
+	snprintf(path, sizeof(path), "%s/state/replay-pending", s->dir);
+	int fd = open(path, O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+static void test_unfinished_replay_resumes(void **state)
+{
+	/* a replay that did not finish (killed, or its sync failed) leaves
+	 * STATE_DIR/replay-pending: the next start replays even in the same
+	 * boot, where --replay=auto would otherwise only sync the page cache */
+	size_t len;
+	char *p;
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	it_nvram = 1;
+	it_presto_extra[0] = "--no-destage";
+	it_presto_extra[1] = NULL;
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	it_fill(kept_data, sizeof(kept_data), 78);
+	write_file_nfs("resume");
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, interrupt_replay), 0);
+	if (!log_says(&srv, "an earlier replay did not finish"))
+		fail_msg("presto-nfsd did not replay after finding replay-pending");
+	p = it_read_file(it_path(&srv, "resume"), &len);
+	assert_non_null(p);
+	if (len != sizeof(kept_data) || memcmp(p, kept_data, len) != 0)
+		fail_msg("resume: %zu bytes after restart, not the %zu written", len,
+			 sizeof(kept_data));
+	free(p);
+	assert_false(state_has(&srv, "replay-pending"));
 }
 
 static void test_drc_survives_crash(void **state)
