@@ -262,6 +262,8 @@ bool dispatch_inline_ok(const struct rpc_req *req)
 	 * the run). */
 	case 6:		/* READ */
 	case 21:	/* COMMIT */
+	case 16:	/* READDIR: of a small directory (else it defers) */
+	case 17:	/* READDIRPLUS: the same */
 		return !inline_paused();
 	case 2:		/* SETATTR */
 	case 7:		/* WRITE */

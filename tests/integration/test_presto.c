@@ -565,6 +565,61 @@ static void loop_stats(uint64_t *inl, uint64_t *deferred)
 	*deferred = strtoull(p + 11, NULL, 10);
 }
 
+static void test_readdir_inline_small_dirs(void **state)
+{
+	/* a listing of a one-block directory runs on the event loop thread
+	 * (no hand-off); a longer directory goes to a worker; every entry is
+	 * listed either way */
+	struct rpc_context *rpc;
+	struct it_fh root, small, big;
+	uint64_t inl0, def0, inl1, def1, inl2, def2;
+	char name[64];
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	it_nvram = 1;
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	assert_int_equal(mkdir(it_path(&srv, "small"), 0755), 0);
+	assert_int_equal(mkdir(it_path(&srv, "big"), 0755), 0);
+	for (int i = 0; i < 10; i++) {
+		snprintf(name, sizeof(name), "small/f%d", i);
+		assert_int_equal(it_write_file(it_path(&srv, name), "x", 1, 0644), 0);
+	}
+	for (int i = 0; i < 400; i++) {
+		snprintf(name, sizeof(name), "big/a-rather-long-file-name-%04d", i);
+		assert_int_equal(it_write_file(it_path(&srv, name), "x", 1, 0644), 0);
+	}
+	struct stat bst;
+	assert_int_equal(stat(it_path(&srv, "big"), &bst), 0);
+	assert_true(bst.st_size > 4096);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_lookup(rpc, &root, "small", &r), NFS3_OK);
+	small = r.fh;
+	assert_int_equal(it_lookup(rpc, &root, "big", &r), NFS3_OK);
+	big = r.fh;
+
+	for (int plus = 0; plus < 2; plus++) {
+		loop_stats(&inl0, &def0);
+		assert_int_equal(it_readdir_all(rpc, &small, plus, 65536, &r, NULL), NFS3_OK);
+		assert_int_equal(r.nents, 12);	/* . and .. too */
+		loop_stats(&inl1, &def1);
+		if (def1 != def0)
+			fail_msg("READDIR%s of a 10-file directory was handed to a worker",
+				 plus ? "PLUS" : "");
+		assert_true(inl1 > inl0);
+		assert_int_equal(it_readdir_all(rpc, &big, plus, 65536, &r, NULL), NFS3_OK);
+		assert_int_equal(r.nents, 402);
+		loop_stats(&inl2, &def2);
+		if (def2 == def1)
+			fail_msg("READDIR%s of a %lld-byte directory ran on the event loop thread",
+				 plus ? "PLUS" : "", (long long)bst.st_size);
+	}
+	it_rpc_close(rpc);
+}
+
 static void test_changes_inline_or_deferred(void **state)
 {
 	/* With the log in (emulated) persistent memory, changes to a presto
@@ -774,9 +829,12 @@ int main(void)
 		cmocka_unit_test_teardown(test_small_log_never_drops, test_teardown),
 		cmocka_unit_test_teardown(test_replay_never_rolls_back, test_teardown),
 		cmocka_unit_test_teardown(test_replay_restores_lost_writes, test_teardown),
+		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
+		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
 		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
+		cmocka_unit_test_teardown(test_readdir_inline_small_dirs, test_teardown),
 		cmocka_unit_test_teardown(test_deferred_call_keeps_drc_entry, test_teardown),
 		cmocka_unit_test_teardown(test_lookup_waits_for_namespace_change, test_teardown),
 	};
