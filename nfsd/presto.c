@@ -116,6 +116,8 @@ static struct {
 	uint8_t verf[8];
 	uint8_t uuid[16];		/* the log's: part of every directory stamp */
 	bool trust_file_stamps;		/* the page cache survived (same boot) */
+	uint32_t stamp_epoch;		/* the epoch stamps carry (atomic): this run's,
+					   or during replay the replayed record's */
 	bool fast_persist;		/* persists are CPU work (pmem), no I/O */
 	unsigned syncing;		/* atomic: syncfs calls in progress */
 	uint64_t claimed;		/* atomic: log bytes claimed by calls between
@@ -185,10 +187,23 @@ void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct f
 
 #define STAMP_XATTR "trusted.presto.lsn"
 
+/*
+ * A stamp is {log uuid, LSN, epoch of the record}. The epoch is there
+ * because LSNs can be used twice: a record appended but never durable (an
+ * earlier one was torn by the crash) loses its LSN to the next run's
+ * record, while its stamp may have reached the disk. Runs are ordered (a
+ * start replays and trims everything before it serves), so a stamp covers
+ * a record of a later epoch never, of an earlier one always, and of the
+ * same epoch when its LSN is at or past the record's. A stamp of 24 bytes
+ * (written before the epoch was added) compares LSNs only.
+ */
 struct stamp {
 	uint8_t uuid[16];
 	uint64_t lsn;
+	uint32_t epoch;
+	uint32_t zero;
 };
+#define STAMP_V1_SIZE 24
 
 /* stamp_set -- mark directory dirfd (any kind of descriptor) as changed by
  * record lsn. Best effort: without a stamp replay falls back to its rules. */
@@ -200,6 +215,8 @@ static void stamp_set(int dirfd, bool o_path, uint64_t lsn)
 
 	memcpy(st.uuid, P.uuid, 16);
 	st.lsn = lsn;
+	st.epoch = __atomic_load_n(&P.stamp_epoch, __ATOMIC_RELAXED);
+	st.zero = 0;
 	if (o_path) {
 		/* the xattr calls refuse O_PATH descriptors: go by the path */
 		vfs_proc_path(dirfd, p);
@@ -214,16 +231,20 @@ static void stamp_set(int dirfd, bool o_path, uint64_t lsn)
 	}
 }
 
-/* stamp_covers -- whether dirfd's stamp proves it reflects record lsn. */
-static bool stamp_covers(int dirfd, uint64_t lsn)
+/* stamp_covers -- whether dirfd's stamp proves it reflects record (epoch,
+ * lsn). */
+static bool stamp_covers(int dirfd, uint32_t epoch, uint64_t lsn)
 {
 	struct stamp st;
 	char p[32];
 
 	vfs_proc_path(dirfd, p);
-	if (getxattr(p, STAMP_XATTR, &st, sizeof(st)) != (ssize_t)sizeof(st))
+	ssize_t n = getxattr(p, STAMP_XATTR, &st, sizeof(st));
+	if ((n != (ssize_t)sizeof(st) && n != STAMP_V1_SIZE) || memcmp(st.uuid, P.uuid, 16) != 0)
 		return false;
-	return memcmp(st.uuid, P.uuid, 16) == 0 && st.lsn >= lsn;
+	if (n == STAMP_V1_SIZE || st.epoch == epoch)
+		return st.lsn >= lsn;
+	return st.epoch > epoch;
 }
 
 void presto_stamp(struct presto_txn *t, int fd, struct fdcache_ref *ref, const struct stat *st)
@@ -1099,13 +1120,14 @@ struct replay_ctx {
 	bool apply;
 	uint64_t last_lsn;
 	uint64_t lsn;			/* of the record being replayed */
+	uint32_t epoch;			/* its epoch */
 	uint64_t stamped_skips;		/* namespace records a stamp proved applied */
 };
 
 /* stamped -- whether dirfd proves the current record applied; counts it. */
 static bool stamped(struct replay_ctx *rc, int dirfd)
 {
-	if (!stamp_covers(dirfd, rc->lsn))
+	if (!stamp_covers(dirfd, rc->epoch, rc->lsn))
 		return false;
 	rc->stamped_skips++;
 	return true;
@@ -1554,6 +1576,9 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 
 	rc->last_lsn = rec->lsn;
 	rc->lsn = rec->lsn;
+	rc->epoch = rec->epoch;
+	/* what replay stamps, it stamps as of the record it replays */
+	__atomic_store_n(&P.stamp_epoch, rec->epoch, __ATOMIC_RELAXED);
 	CNT_ADD(rec_records, 1);
 	CNT_ADD(rec_bytes, rec->len);
 	memset(&r, 0, sizeof(r));
@@ -1653,6 +1678,8 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 	}
 	memcpy(P.verf, &info.epoch, 8);
 	memcpy(P.uuid, info.uuid, 16);
+	/* records carry the low 32 bits of the boot epoch (nvlog_format.h) */
+	P.stamp_epoch = (uint32_t)info.epoch;
 	P.fast_persist = info.kind == NVLOG_KIND_PMEM || info.kind == NVLOG_KIND_EMULATED;
 	P.trust_file_stamps = !info.boot_id_changed;
 	P.state = "RECOVERING";
@@ -1734,6 +1761,7 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 		P.state = "ERROR";
 		return rc;
 	}
+	__atomic_store_n(&P.stamp_epoch, (uint32_t)info.epoch, __ATOMIC_RELAXED); /* this run's */
 	P.held = pc->no_destage;
 	P.state = "UP";
 	rc = pthread_create(&P.destager, NULL, destager_main, NULL);

@@ -450,6 +450,47 @@ static void test_unfinished_replay_resumes(void **state)
 	assert_false(state_has(&srv, "replay-pending"));
 }
 
+/* a stamp left by a record that never became durable: its LSN may be
+ * reused by the next run, so it carries the epoch of its run */
+static void stamp_from_lost_run(struct it_server *s)
+{
+	struct {
+		uint8_t uuid[16];
+		uint64_t lsn;
+		uint32_t epoch;
+		uint32_t zero;
+	} st;
+	assert_int_equal(getxattr(it_path(s, "."), "trusted.presto.lsn", &st, sizeof(st)),
+			 sizeof(st));
+	assert_true(st.epoch >= 1);
+	st.lsn += 1000000;	/* covers every LSN of the log, by number */
+	st.epoch -= 1;		/* but was written by the run before */
+	assert_int_equal(setxattr(it_path(s, "."), "trusted.presto.lsn", &st, sizeof(st), 0), 0);
+	assert_int_equal(unlink(it_path(s, "e1")), 0);	/* the CREATE lost */
+}
+
+static void test_stamp_of_earlier_run_covers_nothing_later(void **state)
+{
+	struct rpc_context *rpc;
+	struct it_fh root;
+	struct stat st;
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	replay_always_no_destage();
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &root, "e1", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	it_rpc_close(rpc);
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, stamp_from_lost_run), 0);
+	if (stat(it_path(&srv, "e1"), &st) != 0)
+		fail_msg("e1 not re-created: the stamp of an earlier run, with a larger LSN, "
+			 "was taken to cover a record of a later one");
+}
+
 static void test_drc_survives_crash(void **state)
 {
 	/* docs/ARCHITECTURE.md: with presto on, the DRC is rebuilt from the live
@@ -831,6 +872,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_replay_restores_lost_writes, test_teardown),
 		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
 		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
+		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
 		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
