@@ -370,6 +370,31 @@ static int unhex(const char *s, uint8_t *b, unsigned max, unsigned *n)
 	return 0;
 }
 
+static int sync_state_dir(void)
+{
+	int dfd = open(P.conf.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	int rc = fsync(dfd) < 0 ? -errno : 0;
+	close(dfd);
+	return rc;
+}
+
+/* state_file_commit -- close f, written as tmp, and make it path durably
+ * (fsync, rename, fsync of STATE_DIR). Returns 0 or -errno. */
+static int state_file_commit(FILE *f, const char *tmp, const char *path)
+{
+	int rc = 0;
+
+	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+		rc = -errno;
+	if (fclose(f) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	return rc ? rc : sync_state_dir();
+}
+
 /* Redirect file: STATE_DIR/redirects, one line per redirect:
  *   EXPORT_ID OLD_TYPE OLD_HEX NEW_TYPE NEW_HEX
  * rewritten whole (tmp + fsync + rename) after a replay that made some. */
@@ -453,20 +478,7 @@ static int rd_save(void)
 			P.rd[i].new_kh.type, nh);
 	}
 	pthread_rwlock_unlock(&P.rd_lock);
-	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
-		rc = -errno;
-	if (fclose(f) != 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc == 0) {
-		int dfd = open(P.conf.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
-	}
-	return rc;
+	return state_file_commit(f, tmp, path);
 }
 
 /*
@@ -479,16 +491,6 @@ static int rd_save(void)
 static void replay_mark_path(char *buf, size_t n)
 {
 	snprintf(buf, n, "%s/replay-pending", P.conf.state_dir);
-}
-
-static int sync_state_dir(void)
-{
-	int dfd = open(P.conf.state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	int rc = fsync(dfd) < 0 ? -errno : 0;
-	close(dfd);
-	return rc;
 }
 
 static bool replay_pending(void)
@@ -1252,15 +1254,7 @@ int presto_marks_update(const struct xtab *xt)
 		hex(hx, v[i].mark, EXPORT_MARK_LEN);
 		fprintf(f, "%u %s\n", v[i].id, hx);
 	}
-	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
-		rc = -errno;
-	if (fclose(f) != 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc == 0)
-		rc = sync_state_dir();
-	if (rc == 0) {
+	if ((rc = state_file_commit(f, tmp, path)) == 0) {
 		pthread_mutex_lock(&M.lock);
 		free(M.v);
 		M.v = v;
