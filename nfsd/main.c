@@ -71,22 +71,31 @@ static void usage(FILE *f)
  * keeps the exports in force. Used by SIGHUP and the control socket. */
 static int reload_exports(char *err, size_t errlen)
 {
+	/* SIGHUP (loop thread) and the control socket (its worker) may reload
+	 * at once: one at a time, so that the marks follow the table in force */
+	static pthread_mutex_t reload_lock = PTHREAD_MUTEX_INITIALIZER;
 	struct xtab *x;
-	int rc = xtab_load(conf.exports, &x, err, errlen);
 
+	pthread_mutex_lock(&reload_lock);
+	int rc = xtab_load(conf.exports, &x, err, errlen);
 	if (rc < 0) {
+		pthread_mutex_unlock(&reload_lock);
 		log_warnx("reload of %s refused, keeping the exports in force: %s", conf.exports, err);
 		return rc;
 	}
 	xtab_install(x);
-	if ((rc = presto_marks_update(x)) < 0) {
+	struct xtab *cur = xtab_get();
+	if ((rc = presto_marks_update(cur)) < 0) {
 		errno = -rc;
 		log_warn("%s/export-marks", conf.state_dir);
 	}
+	size_t n = cur->n;
+	xtab_put(cur);
+	pthread_mutex_unlock(&reload_lock);
 	/* cached descriptors of exports that went away close as soon as no
 	 * call uses them */
 	fdcache_clear();
-	log_info("reloaded %s: %zu export(s)", conf.exports, x->n);
+	log_info("reloaded %s: %zu export(s)", conf.exports, n);
 	return 0;
 }
 

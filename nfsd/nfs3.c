@@ -1571,13 +1571,14 @@ static size_t readdirplus_reply_size(const void *a)
 
 /* readdir_common -- both READDIR and READDIRPLUS: plus selects entryplus3.
  * dircount bounds the directory part (READDIRPLUS), maxcount the reply. */
-/* On the event loop thread a listing runs only for a directory of one block,
- * and, while another connection has calls in flight (they would wait
- * behind it), only up to a few entries: READDIRPLUS costs a stat and a
- * handle per entry, 2-3 us. A longer one goes to a worker, from the start. */
+/* On the event loop thread a listing runs only for a directory of one block
+ * and up to 512 entries (some filesystems do not give a directory's size in
+ * bytes), and while another connection has calls in flight (they would
+ * wait behind it) only up to a few: READDIRPLUS costs a stat and a handle
+ * per entry, 2-3 us. A longer one goes to a worker, from the start. */
 #define READDIR_LOOP_MAX_SIZE 4096
 #define READDIR_LOOP_MAX_ENTRIES 512
-#define READDIRPLUS_LOOP_MAX_ENTRIES 64
+#define READDIRPLUS_LOOP_BUSY_ENTRIES 64
 
 static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie, const char *verf,
 			       size_t dircount, size_t maxcount, bool plus, struct obj *d,
@@ -1629,13 +1630,14 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 			*eof = TRUE;
 			break;
 		}
-		if (c->on_loop && rpc_busy_conns() >= 2) {
+		if (c->on_loop) {
 			/* count first: a listing too long for the loop goes to a
 			 * worker before any entry costs a stat */
 			size_t k = nentries;
 			for (long off = 0; off < n; off += ((struct linux_dirent64 *)(buf + off))->d_reclen)
 				k++;
-			if (k > (plus ? READDIRPLUS_LOOP_MAX_ENTRIES : READDIR_LOOP_MAX_ENTRIES)) {
+			if (k > (plus && rpc_busy_conns() >= 2 ? READDIRPLUS_LOOP_BUSY_ENTRIES
+							     : READDIR_LOOP_MAX_ENTRIES)) {
 				st = call_defer(c);
 				goto out;
 			}

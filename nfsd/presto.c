@@ -392,6 +392,8 @@ static int state_file_commit(FILE *f, const char *tmp, const char *path)
 		rc = -errno;
 	if (rc == 0 && rename(tmp, path) < 0)
 		rc = -errno;
+	if (rc < 0)
+		unlink(tmp);
 	return rc ? rc : sync_state_dir();
 }
 
@@ -481,26 +483,65 @@ static int rd_save(void)
 	return state_file_commit(f, tmp, path);
 }
 
+/* rd_append -- add one redirect to the file durably (replay: one line and
+ * one fsync per re-created object, not a rewrite; rd_save compacts after) */
+static int rd_append(uint32_t export_id, const struct fh_kernel *old_kh, const struct fh_kernel *new_kh)
+{
+	char path[4200], line[600], oh[128], nh[128];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/redirects", P.conf.state_dir);
+	hex(oh, old_kh->bytes, old_kh->len);
+	hex(nh, new_kh->bytes, new_kh->len);
+	int n = snprintf(line, sizeof(line), "%u %d %s %d %s\n", export_id, old_kh->type, oh,
+			 new_kh->type, nh);
+	bool created = access(path, F_OK) != 0;
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	ssize_t w = write(fd, line, (size_t)n);
+	if (w < 0)
+		rc = -errno;
+	else if (w != n)
+		rc = -EIO;
+	else if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	if (rc == 0 && created)
+		rc = sync_state_dir();
+	return rc;
+}
+
 /*
  * The replay-pending mark: STATE_DIR/replay-pending exists (durably) from
  * before a replay starts until the log has been trimmed after it. A start
  * that finds it replays again even in the same boot: an interrupted replay
  * (killed, or a failed sync or trim) left records unapplied that the page
- * cache, which survived, does not hold.
+ * cache, which survived, does not hold. Its content says whether that
+ * replay trusted file stamps: one that began after a reboot did not, and
+ * neither may its retry in the same boot (a SETATTR's stamp can have
+ * outlived the data of the WRITEs before it).
  */
 static void replay_mark_path(char *buf, size_t n)
 {
 	snprintf(buf, n, "%s/replay-pending", P.conf.state_dir);
 }
 
-static bool replay_pending(void)
+static bool replay_pending(bool *untrusted)
 {
-	char path[4200];
+	char path[4200], buf[16] = "";
 	replay_mark_path(path, sizeof(path));
-	return access(path, F_OK) == 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	/* anything but "trusted" (an empty or garbled mark too) trusts nothing */
+	*untrusted = !(n >= 7 && memcmp(buf, "trusted", 7) == 0);
+	return true;
 }
 
-static int replay_mark(bool on)
+static int replay_mark(bool on, bool trusted)
 {
 	char path[4200];
 	replay_mark_path(path, sizeof(path));
@@ -509,10 +550,11 @@ static int replay_mark(bool on)
 			return errno == ENOENT ? 0 : -errno;
 		return sync_state_dir();
 	}
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	int rc = fsync(fd) < 0 ? -errno : 0;
+	const char *what = trusted ? "trusted\n" : "untrusted\n";
+	int rc = write(fd, what, strlen(what)) != (ssize_t)strlen(what) || fsync(fd) < 0 ? -EIO : 0;
 	close(fd);
 	return rc ? rc : sync_state_dir();
 }
@@ -1421,8 +1463,24 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 		return dfd == -ESTALE ? 0 : dfd;	/* its directory went later */
 	if (stamped(rc, dfd))
 		goto out;
-	if (fstatat(dfd, c->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		goto out;			/* applied (maybe replaced later) */
+	if (fstatat(dfd, c->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* applied (maybe replaced later); if an interrupted replay
+		 * re-created it (the name holds the object the recorded one
+		 * redirects to, and the directory has no stamp for it), its
+		 * attributes may not have been set: set them */
+		struct fh_kernel want, red, cur;
+		kh_from_plog(&c->result, &want);
+		if (presto_redirect(c->dir.export_id, &want, &red) == 0 &&
+		    fh_of(dfd, c->name, &cur, NULL) == 0 && kh_eq(&cur, &red)) {
+			int nfd = openat(dfd, c->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+			e = nfd < 0 ? -errno : replay_attr(nfd, &c->attr, (c->type & S_IFMT) == S_IFLNK);
+			if (nfd >= 0)
+				close(nfd);
+			if (e == 0)
+				stamp_set(dfd, true, rc->lsn);
+		}
+		goto out;
+	}
 	plog_obj res = { c->dir.export_id, c->result };
 	int ofd = resolve(rc->xt, &res, NULL);
 	if (ofd >= 0) {
@@ -1459,12 +1517,14 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 	if (fh_of(nfd, "", &now, NULL) == 0 && !kh_eq(&old, &now)) {
 		int r = rd_add(c->dir.export_id, &old, &now);
 		if (r == 0)
-			r = rd_save();
+			r = rd_append(c->dir.export_id, &old, &now);
 		if (r < 0)
 			e = r;
 		CNT_ADD(rec_redirects, 1);
 	}
-	stamp_set(dfd, true, rc->lsn);
+	/* stamped only when whole: a retry sets the attributes again */
+	if (e == 0)
+		stamp_set(dfd, true, rc->lsn);
 	close(nfd);
 out:
 	close(dfd);
@@ -1675,17 +1735,21 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 	/* records carry the low 32 bits of the boot epoch (nvlog_format.h) */
 	P.stamp_epoch = (uint32_t)info.epoch;
 	P.fast_persist = info.kind == NVLOG_KIND_PMEM || info.kind == NVLOG_KIND_EMULATED;
-	P.trust_file_stamps = !info.boot_id_changed;
+	bool untrusted = false, pending = replay_pending(&untrusted);
+	P.trust_file_stamps = !info.boot_id_changed && !(pending && untrusted);
 	P.state = "RECOVERING";
 	rd_load();
 	marks_load();
+	if (pending && info.head_lsn < info.tail_lsn && (rc = replay_mark(false, false)) < 0) {
+		errno = -rc;	/* a crash between the last trim and the unlink */
+		log_warn("%s/replay-pending", P.conf.state_dir);
+	}
 
 	if (info.head_lsn >= info.tail_lsn) {
 		struct replay_ctx rctx = { .xt = xt };
 		struct nvlog_scan_report rep;
 		uint64_t t0 = rpc_now_ns();
 
-		bool pending = replay_pending();
 		rctx.apply = pc->replay != PRESTO_REPLAY_AUTO || info.boot_id_changed || pending;
 		P.rec_replayed = rctx.apply;
 		log_info("NVRAM log %s holds LSN %llu..%llu: %s", pc->nvram,
@@ -1694,7 +1758,7 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 			 : pending && !info.boot_id_changed && pc->replay == PRESTO_REPLAY_AUTO
 				     ? "an earlier replay did not finish; replaying again"
 				     : "replaying onto the backing filesystem");
-		if (rctx.apply && (rc = replay_mark(true)) < 0) {
+		if (rctx.apply && (rc = replay_mark(true, P.trust_file_stamps)) < 0) {
 			errno = -rc;
 			log_warn("%s/replay-pending", P.conf.state_dir);
 			P.state = "ERROR";
@@ -1736,7 +1800,7 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 			P.state = "ERROR";
 			return rc;
 		}
-		if ((rc = replay_mark(false)) < 0) {
+		if ((rc = replay_mark(false, false)) < 0) {
 			errno = -rc;
 			log_warn("%s/replay-pending", P.conf.state_dir);
 			P.state = "ERROR";

@@ -491,6 +491,50 @@ static void test_stamp_of_earlier_run_covers_nothing_later(void **state)
 			 "was taken to cover a record of a later one");
 }
 
+/* a replay that began after a reboot and did not finish: its mark says it
+ * trusted no file stamp; the data of "t" is lost behind the server's back
+ * but the stamp of its later SETATTR, which covers its WRITE, is there */
+static void untrusted_replay_pending(struct it_server *s)
+{
+	char path[512];
+	assert_int_equal(truncate(it_path(s, "t"), 0), 0);
+	snprintf(path, sizeof(path), "%s/state/replay-pending", s->dir);
+	assert_int_equal(it_write_file(path, "untrusted\n", 10, 0600), 0);
+}
+
+static void test_retry_of_replay_after_reboot_trusts_no_file_stamp(void **state)
+{
+	struct rpc_context *rpc;
+	struct it_fh root;
+	size_t len;
+	char *p;
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	it_nvram = 1;
+	it_presto_extra[0] = "--no-destage";
+	it_presto_extra[1] = NULL;
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	it_fill(kept_data, sizeof(kept_data), 79);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &root, "t", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	struct it_fh f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 0, kept_data, sizeof(kept_data), FILE_SYNC, &r), NFS3_OK);
+	assert_int_equal(it_setattr_mode(rpc, &f, 0600, &r), NFS3_OK);	/* stamps t */
+	it_rpc_close(rpc);
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, untrusted_replay_pending), 0);
+	p = it_read_file(it_path(&srv, "t"), &len);
+	assert_non_null(p);
+	if (len != sizeof(kept_data) || memcmp(p, kept_data, len) != 0)
+		fail_msg("t: %zu bytes after the retry, not the %zu written: a file stamp was trusted "
+			 "by the retry of a replay that began after a reboot", len, sizeof(kept_data));
+	free(p);
+	assert_false(state_has(&srv, "replay-pending"));
+}
+
 static void test_drc_survives_crash(void **state)
 {
 	/* docs/ARCHITECTURE.md: with presto on, the DRC is rebuilt from the live
@@ -873,6 +917,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
 		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
 		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
+		cmocka_unit_test_teardown(test_retry_of_replay_after_reboot_trusts_no_file_stamp,
+					  test_teardown),
 		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
