@@ -85,7 +85,7 @@ static int reload_exports(char *err, size_t errlen)
 	}
 	xtab_install(x);
 	struct xtab *cur = xtab_get();
-	if ((rc = presto_marks_update(cur)) < 0) {
+	if ((rc = presto_marks_update(cur, false)) < 0) {
 		errno = -rc;
 		log_warn("%s/export-marks", conf.state_dir);
 	}

@@ -1258,7 +1258,7 @@ static bool export_mark_ok(const struct xexport *xe)
 	return ok;
 }
 
-int presto_marks_update(const struct xtab *xt)
+int presto_marks_update(const struct xtab *xt, bool adopt)
 {
 	char path[4200], tmp[4200], hx[2 * EXPORT_MARK_LEN + 1];
 	struct xmark *v = calloc(xt->n ? xt->n : 1, sizeof(*v));
@@ -1274,6 +1274,24 @@ int presto_marks_update(const struct xtab *xt)
 	for (size_t i = 0; i < xt->n; i++) {
 		const struct xexport *xe = &xt->v[i];
 		uint8_t m[EXPORT_MARK_LEN];
+		bool known = false;
+		if (!adopt) {
+			/* a reload: the log may hold records of this export,
+			 * written against the root that had the remembered mark */
+			pthread_mutex_lock(&M.lock);
+			for (size_t k = 0; k < M.n && !known; k++)
+				if (M.v[k].id == xe->e->id) {
+					memcpy(m, M.v[k].mark, sizeof(m));
+					known = true;
+				}
+			pthread_mutex_unlock(&M.lock);
+		}
+		if (known) {
+			v[n].id = xe->e->id;
+			memcpy(v[n].mark, m, sizeof(m));
+			n++;
+			continue;
+		}
 		ssize_t l = fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m));
 		if (l != (ssize_t)sizeof(m)) {
 			randombytes_buf(m, sizeof(m));
@@ -1813,7 +1831,7 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 			 (unsigned long long)rctx.stamped_skips, (unsigned long long)P.rec_redirects,
 			 (unsigned long long)P.rec_errors, (double)P.rec_ns / 1e6);
 	}
-	if ((rc = presto_marks_update(xt)) < 0) {
+	if ((rc = presto_marks_update(xt, true)) < 0) {
 		errno = -rc;
 		log_warn("%s/export-marks", P.conf.state_dir);
 		P.state = "ERROR";

@@ -37,9 +37,11 @@ struct xtab;
 
 /* presto_marks_update -- mark every export's root (xattr) and remember the
  * marks in STATE_DIR/export-marks: a replay goes only onto roots that carry
- * their mark. Called at start (after recovery) and at every exports reload.
+ * their mark. Called at start, after recovery, with adopt (the log is empty:
+ * every root as it is now), and at every exports reload without (an export
+ * already known keeps its remembered mark: the log may hold its records).
  * Returns 0 or -errno. */
-int presto_marks_update(const struct xtab *xt);
+int presto_marks_update(const struct xtab *xt, bool adopt);
 
 /* auto: replay after a reboot (or an unfinished replay); always: as after a
  * power cut; force: always, and trim even records that could not be

@@ -407,6 +407,41 @@ static void test_replay_refuses_other_filesystem(void **state)
 	assert_false(state_has(&srv, "replay-pending"));
 }
 
+static void other_mark(struct it_server *s)
+{
+	uint8_t other[16];
+	memset(other, 0x3c, sizeof(other));
+	assert_int_equal(setxattr(it_path(s, "."), MARK_XATTR, other, sizeof(other), 0), 0);
+}
+
+static void test_reload_keeps_marks(void **state)
+{
+	/* another filesystem under the export's path, then an exports reload,
+	 * while the log holds the export's records: the reload keeps the
+	 * remembered mark, so the replay still refuses the other filesystem */
+	const struct it_export ex[] = { { "export", "127.0.0.1(rw,insecure,no_root_squash)" } };
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	replay_always_no_destage();
+	assert_int_equal(it_server_start(&srv, ex[0].clients), 0);
+	it_fill(kept_data, sizeof(kept_data), 80);
+	write_file_nfs("kept");
+	assert_int_equal(getxattr(it_path(&srv, "."), MARK_XATTR, saved_mark, sizeof(saved_mark)),
+			 sizeof(saved_mark));
+	other_mark(&srv);
+	assert_int_equal(it_server_reload(&srv, ex, 1), 0);
+	for (int i = 0; i < 100 && !log_says(&srv, "reloaded"); i++)
+		usleep(50 * 1000);
+	assert_true(log_says(&srv, "reloaded"));
+	if (it_server_restart_after(&srv, SIGKILL, NULL) == 0)
+		fail_msg("the replay went onto the other filesystem: the reload took its mark");
+	assert_false(it_server_running(&srv));
+	it_server_restart_after(&srv, SIGKILL, restore_mark);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+}
+
 static void interrupt_replay(struct it_server *s)
 {
 	char path[512];
@@ -915,6 +950,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_replay_never_rolls_back, test_teardown),
 		cmocka_unit_test_teardown(test_replay_restores_lost_writes, test_teardown),
 		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
+		cmocka_unit_test_teardown(test_reload_keeps_marks, test_teardown),
 		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
 		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
 		cmocka_unit_test_teardown(test_retry_of_replay_after_reboot_trusts_no_file_stamp,
