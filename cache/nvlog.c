@@ -441,8 +441,8 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	log->align = nvlog_align(log->sb.version);
 	log->salt = log->sb.salt;
 	log->max_payload = log->L / 4 - NVLOG_HDR_SIZE;
-	if (log->max_payload > UINT32_MAX - log->align)
-		log->max_payload = UINT32_MAX - log->align;
+	if (log->max_payload > UINT32_MAX - NVLOG_ALIGN)	/* the widest pad of any version */
+		log->max_payload = UINT32_MAX - NVLOG_ALIGN;
 	log->full_wait_ms = (o && o->full_wait_ms) ? o->full_wait_ms : NVLOG_DEFAULT_FULL_WAIT_MS;
 	if (o && o->ops) {
 		log->kind = NVLOG_KIND_OPS;
@@ -510,8 +510,6 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	if (upgrade) {
 		log->align = NVLOG_ALIGN;
 		log->tail_pos = log->head_pos = log->durable_pos = log->copied_pos = nsb.tail_pos;
-		if (log->max_payload > UINT32_MAX - log->align)
-			log->max_payload = UINT32_MAX - log->align;
 	}
 	log->epoch32 = (uint32_t)log->sb.boot_epoch;
 

@@ -1216,7 +1216,7 @@ static void marks_load(void)
 	if (!(f = fopen(path, "re")))
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		struct xmark m;
+		struct xmark m = { 0 };
 		unsigned len;
 		if (sscanf(line, "%u %63s", &m.id, hx) != 2 ||
 		    unhex(hx, m.mark, EXPORT_MARK_LEN, &len) < 0 || len != EXPORT_MARK_LEN) {
@@ -1232,6 +1232,15 @@ static void marks_load(void)
 	fclose(f);
 }
 
+/* mark_of -- the remembered mark of export id, or NULL (M.lock held) */
+static struct xmark *mark_of(uint32_t id)
+{
+	for (size_t i = 0; i < M.n; i++)
+		if (M.v[i].id == id)
+			return &M.v[i];
+	return NULL;
+}
+
 /* export_mark_ok -- is xe's root the one the log's records were written
  * for? (true when nothing is remembered for it) */
 static bool export_mark_ok(const struct xexport *xe)
@@ -1240,19 +1249,17 @@ static bool export_mark_ok(const struct xexport *xe)
 	bool ok = true;
 
 	pthread_mutex_lock(&M.lock);
-	for (size_t i = 0; i < M.n; i++) {
-		if (M.v[i].id != xe->e->id)
-			continue;
+	struct xmark *m = mark_of(xe->e->id);
+	if (m) {
 		ok = fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, cur, sizeof(cur)) == sizeof(cur) &&
-		     memcmp(cur, M.v[i].mark, sizeof(cur)) == 0;
-		if (!ok && !M.v[i].warned) {
-			M.v[i].warned = true;
+		     memcmp(cur, m->mark, sizeof(cur)) == 0;
+		if (!ok && !m->warned) {
+			m->warned = true;
 			log_warnx("export %s: its root does not carry the mark it had when the log's "
 				  "records were written (%s/export-marks): not the same filesystem "
 				  "(is it mounted?); its records are not replayed",
 				  xe->e->path, P.conf.state_dir);
 		}
-		break;
 	}
 	pthread_mutex_unlock(&M.lock);
 	return ok;
@@ -1279,21 +1286,13 @@ int presto_marks_update(const struct xtab *xt, bool adopt)
 			/* a reload: the log may hold records of this export,
 			 * written against the root that had the remembered mark */
 			pthread_mutex_lock(&M.lock);
-			for (size_t k = 0; k < M.n && !known; k++)
-				if (M.v[k].id == xe->e->id) {
-					memcpy(m, M.v[k].mark, sizeof(m));
-					known = true;
-				}
+			const struct xmark *k = mark_of(xe->e->id);
+			if ((known = k != NULL))
+				memcpy(m, k->mark, sizeof(m));
 			pthread_mutex_unlock(&M.lock);
 		}
-		if (known) {
-			v[n].id = xe->e->id;
-			memcpy(v[n].mark, m, sizeof(m));
-			n++;
-			continue;
-		}
-		ssize_t l = fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m));
-		if (l != (ssize_t)sizeof(m)) {
+		if (!known &&
+		    fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m)) != (ssize_t)sizeof(m)) {
 			randombytes_buf(m, sizeof(m));
 			if (fsetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m), 0) < 0 ||
 			    fsync(xe->root_fd) < 0)
@@ -1750,8 +1749,6 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 	}
 	memcpy(P.verf, &info.epoch, 8);
 	memcpy(P.uuid, info.uuid, 16);
-	/* records carry the low 32 bits of the boot epoch (nvlog_format.h) */
-	P.stamp_epoch = (uint32_t)info.epoch;
 	P.fast_persist = info.kind == NVLOG_KIND_PMEM || info.kind == NVLOG_KIND_EMULATED;
 	bool untrusted = false, pending = replay_pending(&untrusted);
 	P.trust_file_stamps = !info.boot_id_changed && !(pending && untrusted);
@@ -1837,7 +1834,9 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 		P.state = "ERROR";
 		return rc;
 	}
-	__atomic_store_n(&P.stamp_epoch, (uint32_t)info.epoch, __ATOMIC_RELAXED); /* this run's */
+	/* this run's stamps: records carry the low 32 bits of the boot epoch
+	 * (replay set the replayed records' own) */
+	__atomic_store_n(&P.stamp_epoch, (uint32_t)info.epoch, __ATOMIC_RELAXED);
 	P.held = pc->no_destage;
 	P.state = "UP";
 	rc = pthread_create(&P.destager, NULL, destager_main, NULL);

@@ -134,6 +134,13 @@ static void test_small_log_never_drops(void **state)
 
 /* replay_always_no_destage -- presto on; every start replays the whole log
  * (as after a power cut), and nothing is ever trimmed from it */
+static void no_destage(void)
+{
+	it_nvram = 1;
+	it_presto_extra[0] = "--no-destage";		/* keep every record live */
+	it_presto_extra[1] = NULL;
+}
+
 static void replay_always_no_destage(void)
 {
 	it_nvram = 1;
@@ -345,7 +352,23 @@ static void lose_forced(struct it_server *s)
 	assert_int_equal(truncate(it_path(s, "forced"), 0), 0);
 }
 
-static void write_file_nfs(const char *name)
+/* expect_kept -- name holds kept_data after a replay, which left no
+ * replay-pending mark; why: what went wrong if not */
+static void expect_kept(const char *name, const char *why)
+{
+	size_t len;
+	char *p = it_read_file(it_path(&srv, name), &len);
+
+	assert_non_null(p);
+	if (len != sizeof(kept_data) || memcmp(p, kept_data, len) != 0)
+		fail_msg("%s: %zu bytes, not the %zu written: %s", name, len, sizeof(kept_data), why);
+	free(p);
+	assert_false(state_has(&srv, "replay-pending"));
+}
+
+/* write_file_nfs -- CREATE name, WRITE kept_data, then (mode >= 0) SETATTR
+ * its mode, through the server */
+static void write_file_nfs(const char *name, int mode)
 {
 	struct it_fh root;
 	struct rpc_context *rpc;
@@ -357,6 +380,8 @@ static void write_file_nfs(const char *name)
 	struct it_fh f = r.fh;
 	assert_int_equal(it_write(rpc, &f, 0, kept_data, sizeof(kept_data), FILE_SYNC, &r),
 			 NFS3_OK);
+	if (mode >= 0)
+		assert_int_equal(it_setattr_mode(rpc, &f, mode, &r), NFS3_OK);
 	it_rpc_close(rpc);
 }
 
@@ -375,7 +400,7 @@ static void test_replay_refuses_other_filesystem(void **state)
 	replay_always_no_destage();
 	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
 	it_fill(kept_data, sizeof(kept_data), 77);
-	write_file_nfs("kept");
+	write_file_nfs("kept", -1);
 
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, swap_mark), -1);
 	assert_false(it_server_running(&srv));
@@ -389,15 +414,9 @@ static void test_replay_refuses_other_filesystem(void **state)
 
 	it_server_restart_after(&srv, SIGKILL, restore_mark);	/* -1: the last one died */
 	assert_true(it_server_running(&srv));
-	p = it_read_file(it_path(&srv, "kept"), &len);
-	assert_non_null(p);
-	if (len != sizeof(kept_data) || memcmp(p, kept_data, len) != 0)
-		fail_msg("kept: %zu bytes after the replay on the right filesystem, not the %zu written",
-			 len, sizeof(kept_data));
-	free(p);
-	assert_false(state_has(&srv, "replay-pending"));
+	expect_kept("kept", "the replay on the right filesystem did not restore it");
 
-	write_file_nfs("forced");
+	write_file_nfs("forced", -1);
 	it_presto_extra[0] = "--replay=force";
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, lose_forced), 0);
 	p = it_read_file(it_path(&srv, "forced"), &len);
@@ -427,7 +446,7 @@ static void test_reload_keeps_marks(void **state)
 	replay_always_no_destage();
 	assert_int_equal(it_server_start(&srv, ex[0].clients), 0);
 	it_fill(kept_data, sizeof(kept_data), 80);
-	write_file_nfs("kept");
+	write_file_nfs("kept", -1);
 	assert_int_equal(getxattr(it_path(&srv, "."), MARK_XATTR, saved_mark, sizeof(saved_mark)),
 			 sizeof(saved_mark));
 	other_mark(&srv);
@@ -461,28 +480,17 @@ static void test_unfinished_replay_resumes(void **state)
 	/* a replay that did not finish (killed, or its sync failed) leaves
 	 * STATE_DIR/replay-pending: the next start replays even in the same
 	 * boot, where --replay=auto would otherwise only sync the page cache */
-	size_t len;
-	char *p;
-
 	it_presto_only();
 	(void)state;
 	it_res_init(&r);
-	it_nvram = 1;
-	it_presto_extra[0] = "--no-destage";
-	it_presto_extra[1] = NULL;
+	no_destage();
 	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
 	it_fill(kept_data, sizeof(kept_data), 78);
-	write_file_nfs("resume");
+	write_file_nfs("resume", -1);
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, interrupt_replay), 0);
 	if (!log_says(&srv, "an earlier replay did not finish"))
 		fail_msg("presto-nfsd did not replay after finding replay-pending");
-	p = it_read_file(it_path(&srv, "resume"), &len);
-	assert_non_null(p);
-	if (len != sizeof(kept_data) || memcmp(p, kept_data, len) != 0)
-		fail_msg("resume: %zu bytes after restart, not the %zu written", len,
-			 sizeof(kept_data));
-	free(p);
-	assert_false(state_has(&srv, "replay-pending"));
+	expect_kept("resume", "the restart did not replay");
 }
 
 /* a stamp left by a record that never became durable: its LSN may be
@@ -539,35 +547,15 @@ static void untrusted_replay_pending(struct it_server *s)
 
 static void test_retry_of_replay_after_reboot_trusts_no_file_stamp(void **state)
 {
-	struct rpc_context *rpc;
-	struct it_fh root;
-	size_t len;
-	char *p;
-
 	it_presto_only();
 	(void)state;
 	it_res_init(&r);
-	it_nvram = 1;
-	it_presto_extra[0] = "--no-destage";
-	it_presto_extra[1] = NULL;
+	no_destage();
 	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
 	it_fill(kept_data, sizeof(kept_data), 79);
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-	assert_non_null(rpc);
-	assert_int_equal(it_create(rpc, &root, "t", UNCHECKED, 0644, NULL, &r), NFS3_OK);
-	struct it_fh f = r.fh;
-	assert_int_equal(it_write(rpc, &f, 0, kept_data, sizeof(kept_data), FILE_SYNC, &r), NFS3_OK);
-	assert_int_equal(it_setattr_mode(rpc, &f, 0600, &r), NFS3_OK);	/* stamps t */
-	it_rpc_close(rpc);
+	write_file_nfs("t", 0600);	/* the SETATTR stamps t */
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, untrusted_replay_pending), 0);
-	p = it_read_file(it_path(&srv, "t"), &len);
-	assert_non_null(p);
-	if (len != sizeof(kept_data) || memcmp(p, kept_data, len) != 0)
-		fail_msg("t: %zu bytes after the retry, not the %zu written: a file stamp was trusted "
-			 "by the retry of a replay that began after a reboot", len, sizeof(kept_data));
-	free(p);
-	assert_false(state_has(&srv, "replay-pending"));
+	expect_kept("t", "a file stamp was trusted by the retry of a replay that began after a reboot");
 }
 
 static void test_drc_survives_crash(void **state)
@@ -583,9 +571,7 @@ static void test_drc_survives_crash(void **state)
 	it_presto_only();
 	(void)state;
 	it_res_init(&r);
-	it_nvram = 1;
-	it_presto_extra[0] = "--no-destage";
-	it_presto_extra[1] = NULL;
+	no_destage();
 	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	assert_int_equal(it_write_file(it_path(&srv, "victim"), "v", 1, 0644), 0);
