@@ -13,10 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DRC_BUCKETS 4096
+#define DRC_BUCKETS 16384	/* chains of about half an entry when full */
 
 struct drc_entry {
 	struct drc_key key;
+	uint32_t h;				/* key_hash(&key) */
 	bool done;
 	uint8_t *rec;
 	size_t len;
@@ -64,10 +65,29 @@ static bool key_eq(const struct drc_key *a, const struct drc_key *b)
 	return memcmp(a, b, sizeof(*a)) == 0;
 }
 
-static unsigned key_hash(const struct drc_key *k)
+/*
+ * key_hash -- a hash of k (its bucket: the low bits), computed once per call
+ * and kept in its entry, where it also spares most key comparisons.
+ * It mixes the words that differ between calls (xid, argument sum, and the
+ * peer's address and port, which lie in the first 28 bytes of any address
+ * family's sockaddr; the rest of the key is zero or constant). A byte-wise
+ * FNV over the whole 152-byte key, four times per call, was 1.6 us of every
+ * CREATE+REMOVE pair on the event loop (perf).
+ */
+static uint32_t key_hash(const struct drc_key *k)
 {
-	return (unsigned)(fnv1a(0xcbf29ce484222325ull, k, sizeof(*k)) % DRC_BUCKETS);
+	uint64_t w[4], h;
+
+	memcpy(w, &k->addr, sizeof(w));
+	h = k->sum ^ ((uint64_t)k->xid << 32 | k->proc);
+	for (unsigned i = 0; i < 4; i++) {
+		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	return (uint32_t)h;
 }
+
+#define BUCKET(h) ((h) % DRC_BUCKETS)
 
 static void lru_unlink(struct drc_entry *e)
 {
@@ -95,7 +115,7 @@ static void lru_push(struct drc_entry *e)
 
 static void hash_remove(struct drc_entry *e)
 {
-	struct drc_entry **pp = &D.buckets[key_hash(&e->key)];
+	struct drc_entry **pp = &D.buckets[BUCKET(e->h)];
 
 	while (*pp && *pp != e)
 		pp = &(*pp)->hnext;
@@ -103,15 +123,17 @@ static void hash_remove(struct drc_entry *e)
 		*pp = e->hnext;
 }
 
-static struct drc_entry *find(const struct drc_key *k)
+static struct drc_entry *find(const struct drc_key *k, uint32_t h)
 {
-	for (struct drc_entry *e = D.buckets[key_hash(k)]; e; e = e->hnext)
-		if (key_eq(&e->key, k))
+	for (struct drc_entry *e = D.buckets[BUCKET(h)]; e; e = e->hnext)
+		if (e->h == h && key_eq(&e->key, k))
 			return e;
 	return NULL;
 }
 
-static void evict_one(void)
+/* evict_one -- take the oldest completed entry out of the cache; it is
+ * returned for reuse (zeroed), or NULL if every entry is in progress */
+static struct drc_entry *evict_one(void)
 {
 	for (struct drc_entry *e = D.lru_tail; e; e = e->lprev) {
 		if (!e->done)
@@ -119,18 +141,20 @@ static void evict_one(void)
 		lru_unlink(e);
 		hash_remove(e);
 		free(e->rec);
-		free(e);
+		memset(e, 0, sizeof(*e));
 		D.n--;
-		return;
+		return e;
 	}
+	return NULL;
 }
 
 enum drc_result drc_begin(const struct drc_key *k, uint8_t **reply, size_t *len)
 {
 	enum drc_result r = DRC_MISS;
+	uint32_t h = key_hash(k);
 
 	pthread_mutex_lock(&D.lock);
-	struct drc_entry *e = find(k);
+	struct drc_entry *e = find(k, h);
 	if (e) {
 		if (!e->done) {
 			D.drops++;
@@ -147,15 +171,15 @@ enum drc_result drc_begin(const struct drc_key *k, uint8_t **reply, size_t *len)
 		}
 		goto out;
 	}
-	if (D.n >= DRC_MAX_ENTRIES)
-		evict_one();
-	e = calloc(1, sizeof(*e));
+	e = D.n >= DRC_MAX_ENTRIES ? evict_one() : NULL;
+	if (!e)
+		e = calloc(1, sizeof(*e));
 	if (!e)
 		goto out;	/* executes without DRC protection */
 	e->key = *k;
-	unsigned h = key_hash(k);
-	e->hnext = D.buckets[h];
-	D.buckets[h] = e;
+	e->h = h;
+	e->hnext = D.buckets[BUCKET(h)];
+	D.buckets[BUCKET(h)] = e;
 	lru_push(e);
 	D.n++;
 out:
@@ -165,8 +189,10 @@ out:
 
 void drc_end(const struct drc_key *k, const uint8_t *rec, size_t len)
 {
+	uint32_t h = key_hash(k);
+
 	pthread_mutex_lock(&D.lock);
-	struct drc_entry *e = find(k);
+	struct drc_entry *e = find(k, h);
 	if (e && !e->done) {
 		e->rec = malloc(len);
 		if (e->rec) {
@@ -197,8 +223,10 @@ void drc_insert(const struct drc_key *k, const uint8_t *rec, size_t len)
 
 void drc_abort(const struct drc_key *k)
 {
+	uint32_t h = key_hash(k);
+
 	pthread_mutex_lock(&D.lock);
-	struct drc_entry *e = find(k);
+	struct drc_entry *e = find(k, h);
 	if (e && !e->done) {
 		lru_unlink(e);
 		hash_remove(e);
