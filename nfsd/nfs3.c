@@ -379,6 +379,14 @@ static struct timespec ts_of(const nfstime3 *t)
 
 /* apply_sattr -- set the attributes a client asked for on o (as the caller).
  * Returns 0 or -errno. */
+/* sattr_any -- whether apply_sattr(sa, skip_mode) would change anything */
+static bool sattr_any(const struct obj *o, const sattr3 *sa, bool skip_mode)
+{
+	return sa->uid.set_it || sa->gid.set_it || sa->size.set_it ||
+	       (sa->mode.set_it && !skip_mode && !S_ISLNK(o->st.st_mode)) ||
+	       sa->atime.set_it != DONT_CHANGE || sa->mtime.set_it != DONT_CHANGE;
+}
+
 static int apply_sattr(struct call *c, struct obj *o, const sattr3 *sa, bool skip_mode)
 {
 	char p[32];
@@ -908,7 +916,10 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 		st = vfs_nfserr(errno);
 		goto out;
 	}
-	if (sa) {
+	/* most creations leave nothing to set after mknodat/mkdirat: then the
+	 * stat above is the object's attributes already */
+	bool changed = sa && sattr_any(&n, sa, skip_mode);
+	if (changed) {
 		if (sa->size.set_it && S_ISREG(n.st.st_mode) && c->txn.active) {
 			/* an existing file truncated by CREATE UNCHECKED */
 			vfs_become_root();
@@ -930,7 +941,11 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 	struct fh_kernel kh;
 	struct stat now;
 	bool have_kh = handle_of(d, n.fd, "", &fh, &kh) == 0;
-	bool have_now = fstat(n.fd, &now) == 0;
+	bool have_now = true;
+	if (changed)
+		have_now = fstat(n.fd, &now) == 0;
+	else
+		now = n.st;
 	pfh->handle_follows = have_kh && set_fh(&pfh->post_op_fh3_u.handle, &fh);
 	if (have_now)
 		vfs_post_op(pa, &now, obj_fsid(d));
@@ -1293,18 +1308,23 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 	}
 	struct stat vst;
 	struct fh_kernel vkh;
-	bool have_victim = fstatat(d.fd, name, &vst, AT_SYMLINK_NOFOLLOW) == 0 &&
-			   fh_of(d.fd, name, &vkh, NULL) == 0;
+	bool have_victim = fstatat(d.fd, name, &vst, AT_SYMLINK_NOFOLLOW) == 0;
 	const struct stat *sts[] = { &d.st, have_victim ? &vst : NULL };
 	if ((st = log_begin(c, &d, sts, 2, 1024)) != NFS3_OK)
 		goto done;
 	if ((st = become(c, &d)) != NFS3_OK)
 		goto done;
-	/* the victim, looked up again under the locks: what is unlinked */
-	if (c->txn.active && (fstatat(d.fd, name, &vst, AT_SYMLINK_NOFOLLOW) < 0 ||
-			      fh_of(d.fd, name, &vkh, NULL) < 0)) {
-		st = vfs_nfserr(errno);
-		goto done;
+	if (c->txn.active) {
+		/* the victim, looked up again under the locks: what is
+		 * unlinked (its handle goes into the record) */
+		if (fstatat(d.fd, name, &vst, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    fh_of(d.fd, name, &vkh, NULL) < 0) {
+			st = vfs_nfserr(errno);
+			goto done;
+		}
+		have_victim = true;
+	} else if (have_victim) {
+		have_victim = fh_of(d.fd, name, &vkh, NULL) == 0;
 	}
 	/* a reference to the victim keeps its eviction (which waits for any
 	 * writeback of its pages) out of this call: the reaper drops it */

@@ -1232,6 +1232,24 @@ static void marks_load(void)
 	fclose(f);
 }
 
+/*
+ * stamp_placeholder -- give a root that has no directory stamp yet one that
+ * covers nothing (no log's uuid), before its mark is set. The root is
+ * stamped at every change of its entries, and on ext4 with 256-byte inodes
+ * only the first of the two attributes fits in the inode: the stamp set
+ * after the mark went to an attribute block, where each fsetxattr cost
+ * 1.6-2.3 us against 1.1-1.6 in the inode (200,000 in a row, /tmp
+ * microbenchmark on a fresh ext4).
+ */
+static void stamp_placeholder(int fd)
+{
+	struct stamp st;
+
+	memset(&st, 0, sizeof(st));
+	if (fgetxattr(fd, STAMP_XATTR, NULL, 0) < 0 && errno == ENODATA)
+		(void)fsetxattr(fd, STAMP_XATTR, &st, sizeof(st), XATTR_CREATE);
+}
+
 /* mark_of -- the remembered mark of export id, or NULL (M.lock held) */
 static struct xmark *mark_of(uint32_t id)
 {
@@ -1293,6 +1311,7 @@ int presto_marks_update(const struct xtab *xt, bool adopt)
 		}
 		if (!known &&
 		    fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m)) != (ssize_t)sizeof(m)) {
+			stamp_placeholder(xe->root_fd);
 			randombytes_buf(m, sizeof(m));
 			if (fsetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m), 0) < 0 ||
 			    fsync(xe->root_fd) < 0)

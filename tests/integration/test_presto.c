@@ -726,6 +726,32 @@ static void test_readdir_inline_small_dirs(void **state)
 	it_rpc_close(rpc);
 }
 
+static void test_root_stamp_before_mark(void **state)
+{
+	/* the export root's directory stamp is set before its mark, so that
+	 * the stamp, rewritten at every change in the root, is the attribute
+	 * that stays in the inode (listed first) and the mark, set once, is
+	 * the one that moves to an attribute block when both do not fit */
+	char names[512];
+
+	it_presto_only();
+	(void)state;
+	it_nvram = 1;
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	ssize_t n = listxattr(it_path(&srv, "."), names, sizeof(names));
+	assert_true(n > 0);
+	const char *first = names, *mark = NULL;
+	for (const char *p = names; p < names + n; p += strlen(p) + 1)
+		if (strcmp(p, MARK_XATTR) == 0)
+			mark = p;
+	assert_non_null(mark);
+	assert_string_equal(first, "trusted.presto.lsn");
+	/* the placeholder covers no record: it carries no log's uuid */
+	uint8_t st[32], zero[32] = { 0 };
+	assert_int_equal(getxattr(it_path(&srv, "."), "trusted.presto.lsn", st, sizeof(st)), 32);
+	assert_memory_equal(st, zero, sizeof(st));
+}
+
 static void test_changes_inline_or_deferred(void **state)
 {
 	/* With the log in (emulated) persistent memory, changes to a presto
@@ -945,6 +971,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 		cmocka_unit_test_teardown(test_readdir_inline_small_dirs, test_teardown),
+		cmocka_unit_test_teardown(test_root_stamp_before_mark, test_teardown),
 		cmocka_unit_test_teardown(test_deferred_call_keeps_drc_entry, test_teardown),
 		cmocka_unit_test_teardown(test_lookup_waits_for_namespace_change, test_teardown),
 	};
