@@ -1609,8 +1609,12 @@ static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
 			/* applied, and an earlier replayed LINK brought the old
 			 * name back: rename(2) would do nothing between two links
 			 * of one file, so finish the move by hand */
-			if (unlinkat(fdir, r->fromname, 0) < 0)
+			if (unlinkat(fdir, r->fromname, 0) < 0) {
 				e = -errno;
+			} else {
+				stamp_set(fdir, true, rc->lsn);
+				stamp_set(tdir, true, rc->lsn);
+			}
 		} else if (renameat(fdir, r->fromname, tdir, r->toname) < 0) {
 			e = -errno;
 		} else {
@@ -1621,8 +1625,12 @@ static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
 		   !same_object(r->todir.export_id, tdir, r->toname, &r->source)) {
 		/* applied already, but an earlier replayed record brought back
 		 * the object this rename had replaced: remove it again */
-		if (unlinkat(tdir, r->toname, r->target_isdir ? AT_REMOVEDIR : 0) < 0)
+		if (unlinkat(tdir, r->toname, r->target_isdir ? AT_REMOVEDIR : 0) < 0) {
 			e = -errno;
+		} else {
+			stamp_set(fdir, true, rc->lsn);
+			stamp_set(tdir, true, rc->lsn);
+		}
 	}
 	close(fdir);
 	close(tdir);
