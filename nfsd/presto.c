@@ -846,16 +846,21 @@ static void encbuf_init(void)
 	pthread_key_create(&encbuf_key, encbuf_free);
 }
 
+/* the thread's buffer without a pthread_once and a key lookup per record;
+ * the key is there for its destructor at thread exit */
+static _Thread_local struct encbuf *encbuf_mine;
+
 static struct encbuf *encbuf_get(size_t size)
 {
-	pthread_once(&encbuf_once, encbuf_init);
-	struct encbuf *eb = pthread_getspecific(encbuf_key);
+	struct encbuf *eb = encbuf_mine;
 	if (!eb) {
+		pthread_once(&encbuf_once, encbuf_init);
 		eb = calloc(1, sizeof(*eb));
 		if (!eb || pthread_setspecific(encbuf_key, eb) != 0) {
 			free(eb);
 			return NULL;
 		}
+		encbuf_mine = eb;
 	}
 	if (eb->cap < size) {
 		size_t ncap = size < ENCBUF_MIN ? ENCBUF_MIN : size;
@@ -952,7 +957,8 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 		r.drc_key.drc_key_val = (char *)key;
 		r.drc_key.drc_key_len = sizeof(*key);
 	}
-	if (reply && reply_len <= PLOG_REPLY_MAX) {
+	/* the reply serves the DRC only: a WRITE (idempotent) keeps none */
+	if (key && reply && reply_len <= PLOG_REPLY_MAX) {
 		r.reply.reply_val = (char *)reply;
 		r.reply.reply_len = (u_int)reply_len;
 	}
