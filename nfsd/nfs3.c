@@ -377,8 +377,6 @@ static struct timespec ts_of(const nfstime3 *t)
 	return (struct timespec){ .tv_sec = t->seconds, .tv_nsec = t->nseconds };
 }
 
-/* apply_sattr -- set the attributes a client asked for on o (as the caller).
- * Returns 0 or -errno. */
 /* sattr_any -- whether apply_sattr(sa, skip_mode) would change anything */
 static bool sattr_any(const struct obj *o, const sattr3 *sa, bool skip_mode)
 {
@@ -387,6 +385,8 @@ static bool sattr_any(const struct obj *o, const sattr3 *sa, bool skip_mode)
 	       sa->atime.set_it != DONT_CHANGE || sa->mtime.set_it != DONT_CHANGE;
 }
 
+/* apply_sattr -- set the attributes a client asked for on o (as the caller).
+ * Returns 0 or -errno. */
 static int apply_sattr(struct call *c, struct obj *o, const sattr3 *sa, bool skip_mode)
 {
 	char p[32];
