@@ -206,7 +206,9 @@ EOF
 	round=$((round + 1))
 done
 
-# 3. A presto-nfsd that died during the run fails its row.
+# 3. A presto-nfsd that died during the run fails its row. The others say
+# where their calls ran and what their destager did over the whole run (a
+# change handed to a worker waits for a wake-up: it shows in a 1x1 p50).
 while IFS='|' read -r label kind opts flags; do
 	status=ok err=""
 	if [ "$kind" = presto ]; then
@@ -215,6 +217,12 @@ while IFS='|' read -r label kind opts flags; do
 			status=failed
 			err="presto-nfsd died during the run: $(tail -n 3 "$work/$label/presto-nfsd.log" | tr '\n' ' ')"
 			echo "bench-nfsd: $label: $err" >&2
+		else
+			"$PRESTO_BIN/presto" -s "$work/$label/state/control.sock" -p 2>/dev/null |
+			    awk -v l="$label" '/^  (calls run there|handed to workers|pauses after slow calls|runs|checkpoint time, mean|checkpoint time, total) / {
+				sub(/^  /, ""); sub(/^runs/, "destager runs"); gsub(/  +/, " ")
+				s = s (s ? "; " : "") $0 }
+			    END { if (s) print "bench-nfsd: " l ": " s }' >&2
 		fi
 	fi
 	server_record "$label" "$kind" "$opts" "$flags" "$status" "$err"
