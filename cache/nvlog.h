@@ -111,7 +111,7 @@ struct nvlog_rec {
 	uint16_t type;
 	uint16_t flags;
 	uint32_t epoch;          /* low 32 bits of the boot epoch it was written in */
-	uint64_t time_ns;        /* CLOCK_REALTIME at append */
+	uint64_t time_ns;        /* CLOCK_REALTIME_COARSE at append (a tick early at most) */
 	const void *payload;     /* points into the mapping; valid during the callback */
 	uint32_t len;
 	uint64_t offset;         /* offset of the record header in the file */

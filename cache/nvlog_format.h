@@ -61,7 +61,8 @@
  *   never valid so zeroed media never parses); flags (0; bits are reserved);
  *   epoch (low 32 bits of the superblock's boot_epoch when it was written);
  *   lsn; dlsn (every LSN <= dlsn was durable when this record was written;
- *   always < lsn); time_ns (CLOCK_REALTIME at append, for ages and forensics).
+ *   always < lsn); time_ns (CLOCK_REALTIME_COARSE at append, for ages and
+ *   forensics).
  *
  *   crc = CRC32C over: the superblock's salt (8 bytes, little-endian), then
  *   header bytes [4, 40), then the payload (not for a pad).

@@ -833,9 +833,13 @@ struct encbuf {
 static pthread_key_t encbuf_key;
 static pthread_once_t encbuf_once = PTHREAD_ONCE_INIT;
 
+static _Thread_local struct encbuf *encbuf_mine;
+
 static void encbuf_free(void *p)
 {
 	struct encbuf *eb = p;
+
+	encbuf_mine = NULL;	/* runs in the exiting thread */
 
 	free(eb->buf);
 	free(eb);
@@ -846,9 +850,8 @@ static void encbuf_init(void)
 	pthread_key_create(&encbuf_key, encbuf_free);
 }
 
-/* the thread's buffer without a pthread_once and a key lookup per record;
- * the key is there for its destructor at thread exit */
-static _Thread_local struct encbuf *encbuf_mine;
+/* the thread's buffer (encbuf_mine) without a pthread_once and a key lookup
+ * per record; the key is there for its destructor at thread exit */
 
 static struct encbuf *encbuf_get(size_t size)
 {
@@ -1174,6 +1177,18 @@ struct replay_ctx {
 	uint64_t stamped_skips;		/* namespace records a stamp proved applied */
 };
 
+/*
+ * replay_stamp -- stamp what the current record changed, unless a record of
+ * this replay could not be replayed: the start then fails and the replay is
+ * tried again, and a later record's stamp on the same directory or file
+ * would make that retry skip the failed record as applied.
+ */
+static void replay_stamp(struct replay_ctx *rc, int fd)
+{
+	if (__atomic_load_n(&P.rec_errors, __ATOMIC_RELAXED) == 0)
+		stamp_set(fd, true, rc->lsn);
+}
+
 /* stamped -- whether dirfd proves the current record applied; counts it. */
 static bool stamped(struct replay_ctx *rc, int dirfd)
 {
@@ -1470,7 +1485,7 @@ static int replay_write(struct replay_ctx *rc, const plog_write *w)
 	ssize_t n = pwrite(wfd, w->data.data_val, w->data.data_len, (off_t)w->offset);
 	int e = n < 0 ? -errno : (size_t)n != w->data.data_len ? -EIO : 0;
 	if (e == 0)
-		stamp_set(wfd, true, rc->lsn);
+		replay_stamp(rc, wfd);
 	close(wfd);
 	return e;
 }
@@ -1488,7 +1503,7 @@ static int replay_setattr(struct replay_ctx *rc, const plog_setattr *s)
 	}
 	int e = fstat(fd, &st) < 0 ? -errno : replay_attr(fd, &s->attr, S_ISLNK(st.st_mode));
 	if (e == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
-		stamp_set(fd, true, rc->lsn);
+		replay_stamp(rc, fd);
 	close(fd);
 	return e;
 }
@@ -1519,7 +1534,7 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 			if (nfd >= 0)
 				close(nfd);
 			if (e == 0)
-				stamp_set(dfd, true, rc->lsn);
+				replay_stamp(rc, dfd);
 		}
 		goto out;
 	}
@@ -1566,7 +1581,7 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 	}
 	/* stamped only when whole: a retry sets the attributes again */
 	if (e == 0)
-		stamp_set(dfd, true, rc->lsn);
+		replay_stamp(rc, dfd);
 	close(nfd);
 out:
 	close(dfd);
@@ -1586,7 +1601,7 @@ static int replay_remove(struct replay_ctx *rc, const plog_remove *r)
 		if (unlinkat(dfd, r->name, r->isdir ? AT_REMOVEDIR : 0) < 0)
 			e = -errno;
 		else
-			stamp_set(dfd, true, rc->lsn);
+			replay_stamp(rc, dfd);
 	}
 	close(dfd);
 	return e;
@@ -1618,14 +1633,14 @@ static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
 			if (unlinkat(fdir, r->fromname, 0) < 0) {
 				e = -errno;
 			} else {
-				stamp_set(fdir, true, rc->lsn);
-				stamp_set(tdir, true, rc->lsn);
+				replay_stamp(rc, fdir);
+				replay_stamp(rc, tdir);
 			}
 		} else if (renameat(fdir, r->fromname, tdir, r->toname) < 0) {
 			e = -errno;
 		} else {
-			stamp_set(fdir, true, rc->lsn);
-			stamp_set(tdir, true, rc->lsn);
+			replay_stamp(rc, fdir);
+			replay_stamp(rc, tdir);
 		}
 	} else if (r->replaced && same_object(r->todir.export_id, tdir, r->toname, &r->target) &&
 		   !same_object(r->todir.export_id, tdir, r->toname, &r->source)) {
@@ -1634,8 +1649,8 @@ static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
 		if (unlinkat(tdir, r->toname, r->target_isdir ? AT_REMOVEDIR : 0) < 0) {
 			e = -errno;
 		} else {
-			stamp_set(fdir, true, rc->lsn);
-			stamp_set(tdir, true, rc->lsn);
+			replay_stamp(rc, fdir);
+			replay_stamp(rc, tdir);
 		}
 	}
 	close(fdir);
@@ -1664,7 +1679,7 @@ static int replay_link(struct replay_ctx *rc, const plog_link *l)
 		if (linkat(AT_FDCWD, p, dfd, l->name, AT_SYMLINK_FOLLOW) < 0)
 			e = -errno;
 		else
-			stamp_set(dfd, true, rc->lsn);
+			replay_stamp(rc, dfd);
 		close(ffd);
 	}
 	close(dfd);
