@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -559,6 +560,71 @@ static void test_retry_of_replay_after_reboot_trusts_no_file_stamp(void **state)
 	expect_kept("t", "a file stamp was trusted by the retry of a replay that began after a reboot");
 }
 
+/* a replay that cannot write past 512 KiB (RLIMIT_FSIZE, inherited by the
+ * restarted server; SIGXFSZ is ignored there, so the write is EFBIG) */
+static struct rlimit fsize_saved;
+
+static void lose_data_limit_size(struct it_server *s)
+{
+	struct rlimit small = { .rlim_cur = 512 * 1024, .rlim_max = RLIM_INFINITY };
+
+	assert_int_equal(truncate(it_path(s, "two"), 0), 0);	/* the page cache lost it */
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &fsize_saved), 0);
+	small.rlim_max = fsize_saved.rlim_max;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+}
+
+static void unlimit_size(struct it_server *s)
+{
+	(void)s;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &fsize_saved), 0);
+}
+
+static void test_failed_record_is_not_stamped_over(void **state)
+{
+	/* a replay goes on past a record it cannot apply, then refuses to
+	 * start; a later record of the same file must not stamp the file, or
+	 * the retry takes the failed record for applied and skips it */
+	struct rpc_context *rpc;
+	struct it_fh root, f;
+	static char far[4096], near[4096];
+	size_t len;
+	char *p;
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	replay_always_no_destage();
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	it_fill(far, sizeof(far), 81);
+	it_fill(near, sizeof(near), 82);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &root, "two", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 1 << 20, far, sizeof(far), FILE_SYNC, &r), NFS3_OK);
+	assert_int_equal(it_write(rpc, &f, 0, near, sizeof(near), FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(rpc);
+
+	/* the WRITE at 1 MiB fails (EFBIG), the one at 0 does not */
+	int rc = it_server_restart_after(&srv, SIGKILL, lose_data_limit_size);
+	unlimit_size(&srv);
+	assert_int_equal(rc, -1);
+	assert_true(state_has(&srv, "replay-pending"));
+	/* the retry, in the same boot, trusts file stamps */
+	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	p = it_read_file(it_path(&srv, "two"), &len);
+	assert_non_null(p);
+	if (len != (1 << 20) + sizeof(far) || memcmp(p + (1 << 20), far, sizeof(far)) != 0 ||
+	    memcmp(p, near, sizeof(near)) != 0)
+		fail_msg("after the retry: %zu bytes, want %zu with both writes: a record that "
+			 "failed was skipped as applied", len, (size_t)(1 << 20) + sizeof(far));
+	free(p);
+	assert_false(state_has(&srv, "replay-pending"));
+}
+
 static void test_drc_survives_crash(void **state)
 {
 	/* docs/ARCHITECTURE.md: with presto on, the DRC is rebuilt from the live
@@ -982,6 +1048,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 		cmocka_unit_test_teardown(test_readdir_inline_small_dirs, test_teardown),
 		cmocka_unit_test_teardown(test_root_stamp_before_mark, test_teardown),
+		cmocka_unit_test_teardown(test_failed_record_is_not_stamped_over, test_teardown),
 		cmocka_unit_test_teardown(test_deferred_call_keeps_drc_entry, test_teardown),
 		cmocka_unit_test_teardown(test_lookup_waits_for_namespace_change, test_teardown),
 	};
