@@ -1389,6 +1389,11 @@ static int resolve(struct xtab *xt, const plog_obj *o, struct fh_kernel *now)
 		return -ENXIO;	/* not "removed later": the export is gone */
 	if (!export_mark_ok(xe))
 		return -EXDEV;	/* not its filesystem (not mounted?) */
+	/* a handle no filesystem would give out is a malformed record, not an
+	 * object removed later (which open_by_handle_at reports as ESTALE or
+	 * ENOENT; EINVAL means the handle itself is wrong) */
+	if (o->kh.bytes.bytes_len == 0 || o->kh.bytes.bytes_len > FH_KH_MAX)
+		return -EINVAL;
 	kh_from_plog(&o->kh, &kh);
 	for (int pass = 0; pass < 2; pass++) {
 		u.h.handle_bytes = kh.len;
@@ -1400,7 +1405,7 @@ static int resolve(struct xtab *xt, const plog_obj *o, struct fh_kernel *now)
 				*now = kh;
 			return fd;
 		}
-		if (errno != ESTALE && errno != ENOENT && errno != EINVAL)
+		if (errno != ESTALE && errno != ENOENT)
 			return -errno;
 		struct fh_kernel n;
 		if (pass == 1 || presto_redirect(o->export_id, &kh, &n) < 0)
