@@ -151,6 +151,16 @@ static void replay_always_no_destage(void)
 	it_presto_extra[2] = NULL;
 }
 
+/* start_logged -- a presto test's server on the usual export, with the log
+ * and flags() (no_destage or replay_always_no_destage) */
+static void start_logged(void (*flags)(void))
+{
+	it_presto_only();
+	it_res_init(&r);
+	flags();
+	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+}
+
 static void test_replay_never_rolls_back(void **state)
 {
 	/* a file rewritten several times, renamed, truncated, and a name removed
@@ -262,11 +272,8 @@ static void test_replay_restores_lost_writes(void **state)
 	size_t len;
 	char *p;
 
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	replay_always_no_destage();
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	start_logged(replay_always_no_destage);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 	assert_non_null(rpc);
@@ -396,11 +403,8 @@ static void test_replay_refuses_other_filesystem(void **state)
 	size_t len;
 	char *p;
 
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	replay_always_no_destage();
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	start_logged(replay_always_no_destage);
 	it_fill(kept_data, sizeof(kept_data), 77);
 	write_file_nfs("kept", -1);
 
@@ -482,11 +486,8 @@ static void test_unfinished_replay_resumes(void **state)
 	/* a replay that did not finish (killed, or its sync failed) leaves
 	 * STATE_DIR/replay-pending: the next start replays even in the same
 	 * boot, where --replay=auto would otherwise only sync the page cache */
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	no_destage();
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	start_logged(no_destage);
 	it_fill(kept_data, sizeof(kept_data), 78);
 	write_file_nfs("resume", -1);
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, interrupt_replay), 0);
@@ -520,11 +521,8 @@ static void test_stamp_of_earlier_run_covers_nothing_later(void **state)
 	struct it_fh root;
 	struct stat st;
 
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	replay_always_no_destage();
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	start_logged(replay_always_no_destage);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 	assert_non_null(rpc);
@@ -549,11 +547,8 @@ static void untrusted_replay_pending(struct it_server *s)
 
 static void test_retry_of_replay_after_reboot_trusts_no_file_stamp(void **state)
 {
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	no_destage();
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	start_logged(no_destage);
 	it_fill(kept_data, sizeof(kept_data), 79);
 	write_file_nfs("t", 0600);	/* the SETATTR stamps t */
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, untrusted_replay_pending), 0);
@@ -591,11 +586,8 @@ static void test_failed_record_is_not_stamped_over(void **state)
 	size_t len;
 	char *p;
 
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	replay_always_no_destage();
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	start_logged(replay_always_no_destage);
 	it_fill(far, sizeof(far), 81);
 	it_fill(near, sizeof(near), 82);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
@@ -635,11 +627,8 @@ static void test_drc_survives_crash(void **state)
 	int sport = 0, st = -1;
 	uint32_t xid = 0x7e570000u + (uint32_t)(getpid() & 0xffff);
 
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	no_destage();
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	start_logged(no_destage);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	assert_int_equal(it_write_file(it_path(&srv, "victim"), "v", 1, 0644), 0);
 	it_put_call(&call, xid, 2, IT_NFS_PROG, 3, NFS3_REMOVE, IT_AUTH_SYS, 0, 0);
