@@ -1930,6 +1930,11 @@ void presto_close(void)
 	P.rd = NULL;
 	P.nrd = P.rd_cap = 0;
 	pthread_rwlock_unlock(&P.rd_lock);
+	pthread_mutex_lock(&M.lock);
+	free(M.v);
+	M.v = NULL;
+	M.n = 0;
+	pthread_mutex_unlock(&M.lock);
 }
 
 /* ---- statistics ---- */
