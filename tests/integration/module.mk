@@ -25,5 +25,11 @@ $(T)/integration/test_%: $(IT_DIR)/test_%.o $(IT_DIR)/harness.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(IT_LIBS)
 
+# test_presto also writes a record into a stopped server's log itself (one
+# no client could cause): the log library
+$(T)/integration/test_presto: $(IT_DIR)/test_presto.o $(IT_DIR)/harness.o $(CACHE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(IT_LIBS) $(LDLIBS)
+
 # keep the objects: they are intermediate files of the pattern rules above
 .SECONDARY: $(IT_DIR)/harness.o $(patsubst %,$(IT_DIR)/%.o,$(IT_PROGS) $(addsuffix _nvram,$(IT_NVRAM_PROGS)))

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -32,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache/nvlog.h"
 #include "tests/integration/harness.h"
 
 static struct it_server srv;
@@ -617,6 +619,60 @@ static void test_failed_record_is_not_stamped_over(void **state)
 	assert_false(state_has(&srv, "replay-pending"));
 }
 
+/* a REMOVE record, CRC-valid and well-formed, whose directory handle is
+ * empty: no filesystem gives such a handle out (open_by_handle_at: EINVAL) */
+static uint32_t bad_export_id;
+
+static void append_bad_handle_record(struct it_server *s)
+{
+	char path[600];
+	struct nvlog_opts o;
+	struct nvlog *log;
+	uint64_t lsn;
+	/* plog_rec (nfsd/plog.x) in XDR, by hand (libnfs's headers and
+	 * libtirpc's do not mix): op PLOG_REMOVE (4) {dir {export_id, kh
+	 * {type 1, bytes<0>}}, name "kept", victim {type 1, bytes<0>}, isdir
+	 * FALSE}, drc_key<0>, reply<0> */
+	uint32_t w[] = { 4, bad_export_id, 1, 0, 4, 0, 1, 0, 0, 0, 0 };
+	uint8_t buf[sizeof(w)];
+
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		uint32_t be = htonl(w[i]);
+		memcpy(buf + 4 * i, &be, 4);
+	}
+	memcpy(buf + 20, "kept", 4);	/* the name's bytes, word 5 */
+	snprintf(path, sizeof(path), "%s/nvram.log", s->dir);
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(nvlog_open(path, &o, &log), 0);
+	struct iovec iov = { buf, sizeof(buf) };
+	assert_int_equal(nvlog_append(log, 4, &iov, 1, &lsn), 0);
+	nvlog_close(log, false);
+}
+
+static void test_malformed_handle_is_an_error(void **state)
+{
+	/* a record whose handle is malformed is not "an object removed
+	 * later" (skipped in silence): the start is refused and says so;
+	 * --replay=force discards it */
+	struct it_fh root;
+
+	(void)state;
+	start_logged(replay_always_no_destage);
+	it_fill(kept_data, sizeof(kept_data), 83);
+	write_file_nfs("kept", -1);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
+			(uint32_t)root.data[6] << 8 | root.data[7];
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, append_bad_handle_record), -1);
+	if (!log_says(&srv, "could not be replayed"))
+		fail_msg("presto-nfsd did not refuse a record with an empty handle");
+	assert_true(state_has(&srv, "replay-pending"));
+	it_presto_extra[0] = "--replay=force";
+	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	expect_kept("kept", "the good records were not replayed around the bad one");
+}
+
 static void test_drc_survives_crash(void **state)
 {
 	/* docs/ARCHITECTURE.md: with presto on, the DRC is rebuilt from the live
@@ -1038,6 +1094,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_readdir_inline_small_dirs, test_teardown),
 		cmocka_unit_test_teardown(test_root_stamp_before_mark, test_teardown),
 		cmocka_unit_test_teardown(test_failed_record_is_not_stamped_over, test_teardown),
+		cmocka_unit_test_teardown(test_malformed_handle_is_an_error, test_teardown),
 		cmocka_unit_test_teardown(test_deferred_call_keeps_drc_entry, test_teardown),
 		cmocka_unit_test_teardown(test_lookup_waits_for_namespace_change, test_teardown),
 	};
