@@ -1589,8 +1589,6 @@ static size_t readdirplus_reply_size(const void *a)
 	return (args->maxcount < 1024 * 1024 ? args->maxcount : 1024 * 1024) + 512;
 }
 
-/* readdir_common -- both READDIR and READDIRPLUS: plus selects entryplus3.
- * dircount bounds the directory part (READDIRPLUS), maxcount the reply. */
 /* On the event loop thread a listing runs only for a directory of one block
  * and up to 512 entries (some filesystems do not give a directory's size in
  * bytes), and while another connection has calls in flight (they would
@@ -1599,6 +1597,9 @@ static size_t readdirplus_reply_size(const void *a)
 #define READDIR_LOOP_MAX_SIZE 4096
 #define READDIR_LOOP_MAX_ENTRIES 512
 #define READDIRPLUS_LOOP_BUSY_ENTRIES 64
+
+/* readdir_common -- both READDIR and READDIRPLUS: plus selects entryplus3.
+ * dircount bounds the directory part (READDIRPLUS), maxcount the reply. */
 
 static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie, const char *verf,
 			       size_t dircount, size_t maxcount, bool plus, struct obj *d,

@@ -116,8 +116,8 @@ static struct {
 	uint8_t verf[8];
 	uint8_t uuid[16];		/* the log's: part of every directory stamp */
 	bool trust_file_stamps;		/* the page cache survived (same boot) */
-	uint32_t stamp_epoch;		/* the epoch stamps carry (atomic): this run's,
-					   or during replay the replayed record's */
+	uint32_t stamp_epoch;		/* the epoch this run's stamps carry (set at
+					   start, before any call is served) */
 	bool fast_persist;		/* persists are CPU work (pmem), no I/O */
 	unsigned syncing;		/* atomic: syncfs calls in progress */
 	uint64_t claimed;		/* atomic: log bytes claimed by calls between
@@ -206,8 +206,9 @@ struct stamp {
 #define STAMP_V1_SIZE 24
 
 /* stamp_set -- mark directory dirfd (any kind of descriptor) as changed by
- * record lsn. Best effort: without a stamp replay falls back to its rules. */
-static void stamp_set(int dirfd, bool o_path, uint64_t lsn)
+ * record (epoch, lsn). Best effort: without a stamp replay falls back to its
+ * rules. */
+static void stamp_set(int dirfd, bool o_path, uint32_t epoch, uint64_t lsn)
 {
 	struct stamp st;
 	char p[32];
@@ -215,7 +216,7 @@ static void stamp_set(int dirfd, bool o_path, uint64_t lsn)
 
 	memcpy(st.uuid, P.uuid, 16);
 	st.lsn = lsn;
-	st.epoch = __atomic_load_n(&P.stamp_epoch, __ATOMIC_RELAXED);
+	st.epoch = epoch;
 	st.zero = 0;
 	if (o_path) {
 		/* the xattr calls refuse O_PATH descriptors: go by the path */
@@ -279,14 +280,14 @@ static void stamp_obj(struct presto_txn *t, unsigned i)
 	struct fdcache_ref *ref = t->stamprefs[i];
 
 	if (!ref) {
-		stamp_set(t->stampfds[i], true, t->lsn);
+		stamp_set(t->stampfds[i], true, P.stamp_epoch, t->lsn);
 		return;
 	}
 	int fd = fdcache_data_fd(ref, O_RDONLY);
 	if (fd >= 0)
-		stamp_set(fd, false, t->lsn);
+		stamp_set(fd, false, P.stamp_epoch, t->lsn);
 	else
-		stamp_set(fdcache_fd(ref), true, t->lsn);
+		stamp_set(fdcache_fd(ref), true, P.stamp_epoch, t->lsn);
 }
 
 void presto_prestamp(struct presto_txn *t, int fd, bool o_path)
@@ -298,7 +299,7 @@ void presto_prestamp(struct presto_txn *t, int fd, bool o_path)
 		return;
 	nvlog_space(P.log, &used, &area, &head, &waiters);
 	if (head)
-		stamp_set(fd, o_path, head);
+		stamp_set(fd, o_path, P.stamp_epoch, head);
 }
 
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name)
@@ -850,9 +851,8 @@ static void encbuf_init(void)
 	pthread_key_create(&encbuf_key, encbuf_free);
 }
 
-/* the thread's buffer (encbuf_mine) without a pthread_once and a key lookup
- * per record; the key is there for its destructor at thread exit */
-
+/* encbuf_get -- the thread's buffer, through encbuf_mine: no pthread_once
+ * and key lookup per record (the key is there for its destructor) */
 static struct encbuf *encbuf_get(size_t size)
 {
 	struct encbuf *eb = encbuf_mine;
@@ -1186,7 +1186,7 @@ struct replay_ctx {
 static void replay_stamp(struct replay_ctx *rc, int fd)
 {
 	if (__atomic_load_n(&P.rec_errors, __ATOMIC_RELAXED) == 0)
-		stamp_set(fd, true, rc->lsn);
+		stamp_set(fd, true, rc->epoch, rc->lsn);
 }
 
 /* stamped -- whether dirfd proves the current record applied; counts it. */
@@ -1626,37 +1626,29 @@ static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
 		close(fdir);
 		return tdir == -ESTALE ? 0 : tdir;
 	}
+	int done = 1;	/* 1: nothing to change; else the system call's result */
 	if (r->same_file) {
 		/* both names were links to one file: rename(2) did nothing */
 	} else if (stamped(rc, fdir) || stamped(rc, tdir)) {
 		/* applied */
 	} else if (same_object(r->fromdir.export_id, fdir, r->fromname, &r->source)) {
-		if (same_object(r->todir.export_id, tdir, r->toname, &r->source)) {
-			/* applied, and an earlier replayed LINK brought the old
-			 * name back: rename(2) would do nothing between two links
-			 * of one file, so finish the move by hand */
-			if (unlinkat(fdir, r->fromname, 0) < 0) {
-				e = -errno;
-			} else {
-				replay_stamp(rc, fdir);
-				replay_stamp(rc, tdir);
-			}
-		} else if (renameat(fdir, r->fromname, tdir, r->toname) < 0) {
-			e = -errno;
-		} else {
-			replay_stamp(rc, fdir);
-			replay_stamp(rc, tdir);
-		}
+		/* not applied; or applied, and an earlier replayed LINK brought
+		 * the old name back: rename(2) would do nothing between two
+		 * links of one file, so finish the move by hand */
+		done = same_object(r->todir.export_id, tdir, r->toname, &r->source)
+			       ? unlinkat(fdir, r->fromname, 0)
+			       : renameat(fdir, r->fromname, tdir, r->toname);
 	} else if (r->replaced && same_object(r->todir.export_id, tdir, r->toname, &r->target) &&
 		   !same_object(r->todir.export_id, tdir, r->toname, &r->source)) {
 		/* applied already, but an earlier replayed record brought back
 		 * the object this rename had replaced: remove it again */
-		if (unlinkat(tdir, r->toname, r->target_isdir ? AT_REMOVEDIR : 0) < 0) {
-			e = -errno;
-		} else {
-			replay_stamp(rc, fdir);
-			replay_stamp(rc, tdir);
-		}
+		done = unlinkat(tdir, r->toname, r->target_isdir ? AT_REMOVEDIR : 0);
+	}
+	if (done < 0) {
+		e = -errno;
+	} else if (done == 0) {
+		replay_stamp(rc, fdir);
+		replay_stamp(rc, tdir);
 	}
 	close(fdir);
 	close(tdir);
@@ -1700,9 +1692,7 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 
 	rc->last_lsn = rec->lsn;
 	rc->lsn = rec->lsn;
-	rc->epoch = rec->epoch;
-	/* what replay stamps, it stamps as of the record it replays */
-	__atomic_store_n(&P.stamp_epoch, rec->epoch, __ATOMIC_RELAXED);
+	rc->epoch = rec->epoch;	/* what replay stamps, it stamps as of this record */
 	CNT_ADD(rec_records, 1);
 	CNT_ADD(rec_bytes, rec->len);
 	memset(&r, 0, sizeof(r));
@@ -1887,9 +1877,8 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 		P.state = "ERROR";
 		return rc;
 	}
-	/* this run's stamps: records carry the low 32 bits of the boot epoch
-	 * (replay set the replayed records' own) */
-	__atomic_store_n(&P.stamp_epoch, (uint32_t)info.epoch, __ATOMIC_RELAXED);
+	/* this run's stamps: records carry the low 32 bits of the boot epoch */
+	P.stamp_epoch = (uint32_t)info.epoch;
 	P.held = pc->no_destage;
 	P.state = "UP";
 	rc = pthread_create(&P.destager, NULL, destager_main, NULL);

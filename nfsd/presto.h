@@ -9,9 +9,9 @@
  *   3. describes itself in a log record (presto_set_record: operation,
  *      arguments, outcome such as the new object's kernel handle);
  * then dispatch encodes the reply, appends the record, with the reply and
- * its DRC key for the procedures the DRC keeps (presto_commit: the append happens under the same
- * stripe locks as the apply, so for any two operations on a common object
- * log order equals apply order), unlocks, waits for the group commit
+ * its DRC key for the procedures the DRC keeps (presto_commit: the append
+ * happens under the same stripe locks as the apply, so for any two
+ * operations on a common object log order equals apply order), unlocks, waits for the group commit
  * (presto_wait) and only then sends the reply.
  *
  * The destager thread makes the backing filesystems durable (syncfs) and
@@ -143,8 +143,9 @@ void presto_prestamp(struct presto_txn *t, int fd, bool o_path);
 /* presto_name -- a NUL-terminated copy of name in t's name slot. */
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name);
 /* presto_commit -- append t's record, with the reply when a DRC key is
- * given (only the DRC uses it), then unlock. Returns 0, or -errno when the record could not be appended: the
- * caller must then make the operation durable itself (presto_sync_all). */
+ * given (only the DRC uses it), then unlock. Returns 0, or -errno when the
+ * record could not be appended: the caller must then make the operation
+ * durable itself (presto_sync_all). */
 int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t *reply,
 		  size_t reply_len);
 /* presto_wait -- wait until t's record is durable. Returns 0 or -EIO. */

@@ -36,6 +36,8 @@
 #include "cache/nvlog.h"
 #include "tests/integration/harness.h"
 
+#define EXPORT_RW "127.0.0.1(rw,insecure,no_root_squash)"
+
 static struct it_server srv;
 static struct it_res r;
 
@@ -82,7 +84,7 @@ static void test_small_log_never_drops(void **state)
 	it_res_init(&r);
 	it_nvram = 1;
 	it_nvram_size = "8M";
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	assert_int_equal(it_server_start(&srv, EXPORT_RW), 0);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	for (int i = 0; i < NC; i++) {
 		char name[16];
@@ -153,14 +155,16 @@ static void replay_always_no_destage(void)
 	it_presto_extra[2] = NULL;
 }
 
-/* start_logged -- a presto test's server on the usual export, with the log
- * and flags() (no_destage or replay_always_no_destage) */
-static void start_logged(void (*flags)(void))
+/* start_logged -- a presto test's server exporting to clients, with the log
+ * and, unless NULL, flags() (no_destage or replay_always_no_destage) */
+static void start_logged(const char *clients, void (*flags)(void))
 {
 	it_presto_only();
 	it_res_init(&r);
-	flags();
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	it_nvram = 1;
+	if (flags)
+		flags();
+	assert_int_equal(it_server_start(&srv, clients), 0);
 }
 
 static void test_replay_never_rolls_back(void **state)
@@ -174,14 +178,11 @@ static void test_replay_never_rolls_back(void **state)
 	size_t len;
 	char *p;
 
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	replay_always_no_destage();
 	it_fill(v1, sizeof(v1), 1);
 	it_fill(v2, sizeof(v2), 2);
 	it_fill(v3, sizeof(v3), 3);
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	start_logged(EXPORT_RW, replay_always_no_destage);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 	assert_non_null(rpc);
@@ -275,7 +276,7 @@ static void test_replay_restores_lost_writes(void **state)
 	char *p;
 
 	(void)state;
-	start_logged(replay_always_no_destage);
+	start_logged(EXPORT_RW, replay_always_no_destage);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 	assert_non_null(rpc);
@@ -406,7 +407,7 @@ static void test_replay_refuses_other_filesystem(void **state)
 	char *p;
 
 	(void)state;
-	start_logged(replay_always_no_destage);
+	start_logged(EXPORT_RW, replay_always_no_destage);
 	it_fill(kept_data, sizeof(kept_data), 77);
 	write_file_nfs("kept", -1);
 
@@ -448,11 +449,8 @@ static void test_reload_keeps_marks(void **state)
 	 * remembered mark, so the replay still refuses the other filesystem */
 	const struct it_export ex[] = { { "export", "127.0.0.1(rw,insecure,no_root_squash)" } };
 
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	replay_always_no_destage();
-	assert_int_equal(it_server_start(&srv, ex[0].clients), 0);
+	start_logged(ex[0].clients, replay_always_no_destage);
 	it_fill(kept_data, sizeof(kept_data), 80);
 	write_file_nfs("kept", -1);
 	assert_int_equal(getxattr(it_path(&srv, "."), MARK_XATTR, saved_mark, sizeof(saved_mark)),
@@ -489,7 +487,7 @@ static void test_unfinished_replay_resumes(void **state)
 	 * STATE_DIR/replay-pending: the next start replays even in the same
 	 * boot, where --replay=auto would otherwise only sync the page cache */
 	(void)state;
-	start_logged(no_destage);
+	start_logged(EXPORT_RW, no_destage);
 	it_fill(kept_data, sizeof(kept_data), 78);
 	write_file_nfs("resume", -1);
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, interrupt_replay), 0);
@@ -524,7 +522,7 @@ static void test_stamp_of_earlier_run_covers_nothing_later(void **state)
 	struct stat st;
 
 	(void)state;
-	start_logged(replay_always_no_destage);
+	start_logged(EXPORT_RW, replay_always_no_destage);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 	assert_non_null(rpc);
@@ -550,7 +548,7 @@ static void untrusted_replay_pending(struct it_server *s)
 static void test_retry_of_replay_after_reboot_trusts_no_file_stamp(void **state)
 {
 	(void)state;
-	start_logged(no_destage);
+	start_logged(EXPORT_RW, no_destage);
 	it_fill(kept_data, sizeof(kept_data), 79);
 	write_file_nfs("t", 0600);	/* the SETATTR stamps t */
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, untrusted_replay_pending), 0);
@@ -589,7 +587,7 @@ static void test_failed_record_is_not_stamped_over(void **state)
 	char *p;
 
 	(void)state;
-	start_logged(replay_always_no_destage);
+	start_logged(EXPORT_RW, replay_always_no_destage);
 	it_fill(far, sizeof(far), 81);
 	it_fill(near, sizeof(near), 82);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
@@ -657,7 +655,7 @@ static void test_malformed_handle_is_an_error(void **state)
 	struct it_fh root;
 
 	(void)state;
-	start_logged(replay_always_no_destage);
+	start_logged(EXPORT_RW, replay_always_no_destage);
 	it_fill(kept_data, sizeof(kept_data), 83);
 	write_file_nfs("kept", -1);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
@@ -684,7 +682,7 @@ static void test_drc_survives_crash(void **state)
 	uint32_t xid = 0x7e570000u + (uint32_t)(getpid() & 0xffff);
 
 	(void)state;
-	start_logged(no_destage);
+	start_logged(EXPORT_RW, no_destage);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	assert_int_equal(it_write_file(it_path(&srv, "victim"), "v", 1, 0644), 0);
 	it_put_call(&call, xid, 2, IT_NFS_PROG, 3, NFS3_REMOVE, IT_AUTH_SYS, 0, 0);
@@ -721,11 +719,8 @@ static void test_nopresto_export(void **state)
 	size_t len;
 	char *p;
 
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	it_nvram = 1;
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash,nopresto)"), 0);
+	start_logged("127.0.0.1(rw,insecure,no_root_squash,nopresto)", NULL);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 	assert_non_null(rpc);
@@ -793,11 +788,8 @@ static void test_readdir_inline_small_dirs(void **state)
 	uint64_t inl0, def0, inl1, def1, inl2, def2;
 	char name[64];
 
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	it_nvram = 1;
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	start_logged(EXPORT_RW, NULL);
 	assert_int_equal(mkdir(it_path(&srv, "small"), 0755), 0);
 	assert_int_equal(mkdir(it_path(&srv, "big"), 0755), 0);
 	for (int i = 0; i < 10; i++) {
@@ -848,10 +840,8 @@ static void test_root_stamp_before_mark(void **state)
 	char names[1024];
 	struct statfs sfs;
 
-	it_presto_only();
 	(void)state;
-	it_nvram = 1;
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	start_logged(EXPORT_RW, NULL);
 	/* the placeholder covers no record: it carries no log's uuid */
 	uint8_t st[32], zero[32] = { 0 };
 	assert_int_equal(getxattr(it_path(&srv, "."), "trusted.presto.lsn", st, sizeof(st)), 32);
@@ -960,11 +950,8 @@ static void test_deferred_call_keeps_drc_entry(void **state)
 	uint64_t inl0, def0, inl1, def1;
 	char name[32];
 
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	it_nvram = 1;
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash,nopresto)"), 0);
+	start_logged("127.0.0.1(rw,insecure,no_root_squash,nopresto)", NULL);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	loop_stats(&inl0, &def0);
 	for (int i = 0; i < 20; i++) {
@@ -1015,11 +1002,8 @@ static void test_lookup_waits_for_namespace_change(void **state)
 	uint64_t inl0, def0, inl1, def1;
 	bool waited = false;
 
-	it_presto_only();
 	(void)state;
-	it_res_init(&r);
-	it_nvram = 1;
-	assert_int_equal(it_server_start(&srv, "127.0.0.1(rw,insecure,no_root_squash)"), 0);
+	start_logged(EXPORT_RW, NULL);
 	assert_int_equal(mkdir(it_path(&srv, "big"), 0755), 0);
 	for (int i = 0; i < 6000; i++) {
 		char name[64];
