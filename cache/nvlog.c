@@ -21,7 +21,10 @@
  * msync of the batch otherwise. Alternatives considered: the leader
  * re-flushing the whole range (double flush traffic); a dedicated committer
  * thread (a wake-up per batch on the latency path, and a thread the library
- * would have to own).
+ * would have to own). For pmem, since the leader would persist nothing, an
+ * appender also moves the durable LSN itself right after its drain when
+ * nobody leads and the lock is free (nvlog_advance): the usual single
+ * appender then never needs nvlog_wait's round trip.
  *
  * Full log. Space is freed only by nvlog_trim, whose caller (the destager)
  * needs durable records; so an appender that finds no space first commits
@@ -85,6 +88,8 @@ struct nvlog {
 	pthread_cond_t cond_durable;
 	pthread_cond_t cond_space;
 	uint64_t next_lsn;    /* next LSN to reserve */
+	/* head_pos, tail_pos and space_waiters change under lock and are also
+	 * read without it (nvlog_space): written with atomic stores */
 	uint64_t head_pos;    /* position after the last reserved record */
 	uint64_t tail_pos, tail_lsn;
 	unsigned space_waiters;
@@ -92,6 +97,7 @@ struct nvlog {
 	uint64_t copied_lsn, copied_pos; /* frontier the last commit reached */
 	uint64_t durable_pos;
 	uint64_t durable_lsn; /* atomic: read without the lock */
+	bool self_persist;    /* each appender's drain makes its copy durable (pmem) */
 	int failed;           /* sticky -EIO after a failed persist */
 	bool read_only;
 	struct nvlog_stats st;
@@ -451,6 +457,7 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 		const char *f = getenv("PMEM_IS_PMEM_FORCE");
 		log->kind = (f && strcmp(f, "1") == 0) ? NVLOG_KIND_EMULATED : NVLOG_KIND_PMEM;
 		log->ops = nvlog_pmem_ops;
+		log->self_persist = true;
 	} else {
 		log->kind = NVLOG_KIND_MSYNC;
 		log->ops = nvlog_msync_ops;
@@ -641,6 +648,39 @@ int nvlog_wait(struct nvlog *log, uint64_t lsn)
 	return rc;
 }
 
+/*
+ * nvlog_advance -- an appender's shortcut when its own drain made its copy
+ * durable (pmem): with the lock free and no commit in progress, move the
+ * durable frontier over the copied records itself. The usual case, a call
+ * run alone, then finds its record durable and skips nvlog_wait's round
+ * trip (two lock passes and a wake-up). Nothing is persisted here: for pmem
+ * the leader's persist is empty anyway. If the lock is busy, a waiter's
+ * nvlog_wait still does the work.
+ */
+static void nvlog_advance(struct nvlog *log)
+{
+	if (pthread_mutex_trylock(&log->lock) != 0)
+		return;
+	if (!log->leader && !log->failed) {
+		uint64_t before = log->durable_lsn, f = log->copied_lsn, fpos = log->copied_pos;
+		for (;;) {
+			struct nvlog_slot *s = &log->ring[(f + 1) & NVLOG_RING_MASK];
+			if (__atomic_load_n(&s->lsn, __ATOMIC_ACQUIRE) != f + 1)
+				break;
+			f++;
+			fpos = s->end_pos;
+		}
+		if (f > before) {
+			log->copied_lsn = f;
+			log->copied_pos = log->durable_pos = fpos;
+			__atomic_store_n(&log->durable_lsn, f, __ATOMIC_RELEASE);
+			log->st.persists++;
+			log->st.batch_hist[nvlog_bucket(f - before)]++;
+		}
+	}
+	pthread_mutex_unlock(&log->lock);
+}
+
 /* nvlog_fits -- would a record of size bytes fit now? (lock held) */
 static bool nvlog_fits(struct nvlog *log, uint64_t size)
 {
@@ -686,7 +726,7 @@ static int nvlog_reserve(struct nvlog *log, uint64_t size, uint64_t len, uint64_
 			break;
 		if (!waiting) {
 			waiting = true;
-			log->space_waiters++;
+			__atomic_store_n(&log->space_waiters, log->space_waiters + 1, __ATOMIC_RELAXED);
 			log->st.full_waits++;
 			t0 = nvlog_now_ns(CLOCK_MONOTONIC);
 			clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -714,14 +754,16 @@ static int nvlog_reserve(struct nvlog *log, uint64_t size, uint64_t len, uint64_
 		}
 	}
 	if (waiting) {
-		log->space_waiters--;
+		__atomic_store_n(&log->space_waiters, log->space_waiters - 1, __ATOMIC_RELAXED);
 		log->st.full_wait_ns += nvlog_now_ns(CLOCK_MONOTONIC) - t0;
 		pthread_cond_broadcast(&log->cond_space); /* the next in line re-checks */
 	}
 	if (rc == 0) {
-		*lsn = log->next_lsn++;
+		*lsn = log->next_lsn;
+		__atomic_store_n(&log->next_lsn, *lsn + 1, __ATOMIC_RELAXED);
 		*pos = log->head_pos;
-		*end = log->head_pos = nvlog_next_pos(log->L, log->head_pos, size, rec_pos);
+		*end = nvlog_next_pos(log->L, log->head_pos, size, rec_pos);
+		__atomic_store_n(&log->head_pos, *end, __ATOMIC_RELEASE);
 		*dlsn = __atomic_load_n(&log->durable_lsn, __ATOMIC_RELAXED);
 		log->st.appends++;
 		log->st.append_bytes += len;
@@ -858,6 +900,8 @@ int nvlog_append_nowait(struct nvlog *log, uint16_t type, const struct iovec *io
 	struct nvlog_slot *s = &log->ring[l & NVLOG_RING_MASK];
 	s->end_pos = end;
 	__atomic_store_n(&s->lsn, l, __ATOMIC_RELEASE);
+	if (log->self_persist)
+		nvlog_advance(log);
 	*lsn = l;
 	return 0;
 }
@@ -924,7 +968,7 @@ int nvlog_trim(struct nvlog *log, uint64_t upto)
 	if ((rc = nvlog_sb_write(log, &nsb)))
 		goto out;
 	pthread_mutex_lock(&log->lock);
-	log->tail_pos = pos;
+	__atomic_store_n(&log->tail_pos, pos, __ATOMIC_RELEASE);
 	log->tail_lsn = n;
 	log->st.trims++;
 	pthread_cond_broadcast(&log->cond_space);
@@ -952,7 +996,7 @@ int nvlog_reset(struct nvlog *log)
 		goto out;
 	pthread_mutex_lock(&log->lock);
 	log->salt = nsb.salt;
-	log->tail_pos = nsb.tail_pos;
+	__atomic_store_n(&log->tail_pos, nsb.tail_pos, __ATOMIC_RELEASE);
 	log->tail_lsn = nsb.tail_lsn;
 	log->durable_lsn = log->copied_lsn = log->next_lsn - 1;
 	log->durable_pos = log->copied_pos = log->head_pos;
@@ -1070,11 +1114,15 @@ void nvlog_stats(struct nvlog *log, struct nvlog_stats *out)
 void nvlog_space(struct nvlog *log, uint64_t *used_bytes, uint64_t *area_bytes, uint64_t *head_lsn,
     unsigned *space_waiters)
 {
-	pthread_mutex_lock(&log->lock);
-	*used_bytes = log->head_pos - log->tail_pos;
-	*head_lsn = log->next_lsn - 1;
-	*space_waiters = log->space_waiters;
-	pthread_mutex_unlock(&log->lock);
+	/* without the lock (it is on every call's path): the tail first, so
+	 * that a reservation or trim in between can only make used_bytes larger
+	 * than it was at some moment, never smaller (the caller's claims stay
+	 * on the safe side) */
+	uint64_t tail = __atomic_load_n(&log->tail_pos, __ATOMIC_ACQUIRE);
+	uint64_t head = __atomic_load_n(&log->head_pos, __ATOMIC_ACQUIRE);
+	*used_bytes = head - tail;
+	*head_lsn = __atomic_load_n(&log->next_lsn, __ATOMIC_RELAXED) - 1;
+	*space_waiters = __atomic_load_n(&log->space_waiters, __ATOMIC_RELAXED);
 	*area_bytes = log->L;
 }
 
