@@ -863,6 +863,67 @@ static void test_root_stamp_before_mark(void **state)
 		fail_msg("the root's stamp is listed after its mark: it was set after it");
 }
 
+/* the root's stamp, whole (uuid, LSN, epoch) */
+struct stamp {
+	uint8_t b[32];
+};
+static struct stamp saved_stamp;
+
+static void get_stamp(struct it_server *s, struct stamp *st)
+{
+	assert_int_equal(getxattr(it_path(s, "."), "trusted.presto.lsn", st->b, sizeof(st->b)),
+			 sizeof(st->b));
+}
+
+/* the stamps from the RENAME on lost, the operations kept (a power cut
+ * between the RENAME and its stamp, the journal keeping what came after) */
+static void lose_rename_stamp(struct it_server *s)
+{
+	assert_int_equal(setxattr(it_path(s, "."), "trusted.presto.lsn", saved_stamp.b,
+				  sizeof(saved_stamp.b), 0), 0);
+}
+
+static void test_removal_of_one_link_keeps_its_stamp(void **state)
+{
+	/* REMOVE a (the file has a second link, z), then RENAME z -> a: the
+	 * file is back under a. Without a stamp of its own, a replay that
+	 * misses the RENAME's stamp finds a holding the REMOVE's victim,
+	 * unlinks it (its last link by then) and skips the RENAME (applied):
+	 * the file is lost. Then a CREATE and REMOVE of "gone", whose stamps
+	 * are lost too: replay re-creates it and removes it again. */
+	struct rpc_context *rpc;
+	struct it_fh root, f;
+	struct stamp before;
+	struct stat st;
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	it_fill(kept_data, sizeof(kept_data), 80);
+	write_file_nfs("a", -1);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_lookup(rpc, &root, "a", &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_link(rpc, &f, &root, "z", &r), NFS3_OK);
+	get_stamp(&srv, &before);
+	assert_int_equal(it_remove(rpc, &root, "a", &r), NFS3_OK);
+	get_stamp(&srv, &saved_stamp);
+	if (memcmp(before.b, saved_stamp.b, sizeof(before.b)) == 0)
+		fail_msg("the removal of a link of a file with two set no stamp");
+	assert_int_equal(it_rename(rpc, &root, "z", &root, "a", &r), NFS3_OK);
+	assert_int_equal(it_create(rpc, &root, "gone", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	assert_int_equal(it_remove(rpc, &root, "gone", &r), NFS3_OK);
+	it_rpc_close(rpc);
+
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, lose_rename_stamp), 0);
+	expect_kept("a", "the replayed REMOVE unlinked the file the RENAME had brought back");
+	if (lstat(it_path(&srv, "z"), &st) == 0)
+		fail_msg("z is back: the RENAME was undone");
+	if (lstat(it_path(&srv, "gone"), &st) == 0)
+		fail_msg("gone is back: its replayed CREATE was not undone by its REMOVE");
+}
+
 static void test_changes_inline_or_deferred(void **state)
 {
 	/* With the log in (emulated) persistent memory, changes to a presto
@@ -1077,6 +1138,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 		cmocka_unit_test_teardown(test_readdir_inline_small_dirs, test_teardown),
 		cmocka_unit_test_teardown(test_root_stamp_before_mark, test_teardown),
+		cmocka_unit_test_teardown(test_removal_of_one_link_keeps_its_stamp, test_teardown),
 		cmocka_unit_test_teardown(test_failed_record_is_not_stamped_over, test_teardown),
 		cmocka_unit_test_teardown(test_malformed_handle_is_an_error, test_teardown),
 		cmocka_unit_test_teardown(test_deferred_call_keeps_drc_entry, test_teardown),
