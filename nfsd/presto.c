@@ -304,7 +304,10 @@ void presto_prestamp(struct presto_txn *t, int fd, bool o_path)
 
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name)
 {
-	snprintf(t->names[slot], sizeof(t->names[slot]), "%s", name);
+	/* a copy, cut to the slot (snprintf "%s" showed in profiles) */
+	size_t n = strnlen(name, sizeof(t->names[slot]) - 1);
+	memcpy(t->names[slot], name, n);
+	t->names[slot][n] = '\0';
 	return t->names[slot];
 }
 
