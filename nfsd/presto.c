@@ -665,24 +665,29 @@ static unsigned stripe_of(dev_t dev, ino_t ino)
 /* space_reserve -- claim est bytes of the log for a call between its begin
  * and its append, if the log's free space covers every claim in flight plus
  * est and slack (and, with no_waiters, nobody waits for room: an append
- * would queue behind them). Claims are released by presto_abort. Appends of
- * calls that claimed are therefore never short of room: the event loop
- * thread's never waits in nvlog_append_nowait. Returns whether claimed. */
+ * would queue behind them). Claims are released by presto_abort, after the
+ * append. Appends of calls that claimed are therefore never short of room:
+ * the event loop thread never waits in nvlog_append_nowait. The claims are
+ * read before the log's gauges: a call that appended and then released its
+ * claim in between is then counted in the gauges (its append happened
+ * before its release), never in neither. Returns whether claimed. */
 static bool space_reserve(struct presto_txn *t, uint64_t est, uint64_t slack, bool no_waiters)
 {
 	uint64_t used, area, head;
 	unsigned waiters;
 
-	nvlog_space(P.log, &used, &area, &head, &waiters);
-	if (no_waiters && waiters)
-		return false;
-	uint64_t free_bytes = area > used ? area - used : 0;
-	uint64_t cur = __atomic_load_n(&P.claimed, __ATOMIC_RELAXED);
-	do {
+	for (;;) {
+		uint64_t cur = __atomic_load_n(&P.claimed, __ATOMIC_ACQUIRE);
+		nvlog_space(P.log, &used, &area, &head, &waiters);
+		if (no_waiters && waiters)
+			return false;
+		uint64_t free_bytes = area > used ? area - used : 0;
 		if (free_bytes < cur + est + slack)
 			return false;
-	} while (!__atomic_compare_exchange_n(&P.claimed, &cur, cur + est, true, __ATOMIC_RELAXED,
-					      __ATOMIC_RELAXED));
+		if (__atomic_compare_exchange_n(&P.claimed, &cur, cur + est, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED))
+			break;
+	}
 	t->claimed = est;
 	return true;
 }
@@ -796,7 +801,7 @@ void presto_dir_release(unsigned stripe)
 static void space_release(struct presto_txn *t)
 {
 	if (t->claimed)
-		__atomic_sub_fetch(&P.claimed, t->claimed, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&P.claimed, t->claimed, __ATOMIC_RELEASE);	/* after the append */
 	t->claimed = 0;
 }
 
