@@ -123,7 +123,10 @@ struct nvlog_rec {
 struct nvlog_stats {
 	uint64_t appends;        /* records appended */
 	uint64_t append_bytes;   /* their payload bytes */
-	uint64_t persists;       /* group commits (one persist each) */
+	uint64_t persists;       /* group commits (one persist each; on pmem,
+				  * where each appender's drain persists its
+				  * copy, each move of the durable LSN, most
+				  * often by the appender itself: 1 record) */
 	uint64_t persist_errors;
 	uint64_t batch_hist[NVLOG_BATCH_BUCKETS]; /* bucket i: 2^(i-1) < records <= 2^i */
 	uint64_t full_waits;     /* appends that waited for space */

@@ -1251,6 +1251,13 @@ static void test_pmem_appender_commits_itself(void **state)
 
 int main(int argc, char **argv)
 {
+	/* the first group is the msync kind's: libpmem reads
+	 * PMEM_IS_PMEM_FORCE when it loads, so start again without it */
+	if (argc == 1 && getenv("PMEM_IS_PMEM_FORCE")) {
+		unsetenv("PMEM_IS_PMEM_FORCE");
+		execl("/proc/self/exe", argv[0], (char *)NULL);
+		return 1;
+	}
 	if (argc > 1 && strcmp(argv[1], "pmem") == 0) {
 		const struct CMUnitTest pmem[] = {
 			cmocka_unit_test(test_pmem_appender_commits_itself),
@@ -1290,7 +1297,10 @@ int main(int argc, char **argv)
 		_exit(127);
 	}
 	int ws = 0;
-	if (pid < 0 || waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws))
-		return failed + 1;
-	return failed + WEXITSTATUS(ws);
+	pid_t w = -1;
+	if (pid > 0)
+		while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR)
+			;
+	/* the counts are in the output; the status only says whether all passed */
+	return failed || w != pid || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0;
 }
