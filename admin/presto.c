@@ -351,16 +351,17 @@ static void show_stats(json_t *st)
 	printf("%-22s %s\n", "uptime", human_time(num(st, "uptime_s"), b2, sizeof(b2)));
 	printf("%-22s %s\n\n", "state", str(st, "state"));
 
-	printf("%-12s %12s %10s %12s %12s %12s\n", "procedure", "calls", "errors", "mean us",
-	       "p50 us", "p99 us");
+	printf("%-12s %12s %10s %12s %12s %12s %12s %12s\n", "procedure", "calls", "errors",
+	       "mean us", "p50 us", "p99 us", "logged", "in log us");
 	json_array_foreach(procs, i, p) {
 		if (!num(p, "count"))
 			continue;
 		total += num(p, "count");
 		errors += num(p, "errors");
-		printf("%-12s %12llu %10llu %12.1f %12.1f %12.1f\n", str(p, "name"),
+		printf("%-12s %12llu %10llu %12.1f %12.1f %12.1f %12llu %12.1f\n", str(p, "name"),
 		       (unsigned long long)num(p, "count"), (unsigned long long)num(p, "errors"),
-		       real(p, "mean_us"), real(p, "p50_us"), real(p, "p99_us"));
+		       real(p, "mean_us"), real(p, "p50_us"), real(p, "p99_us"),
+		       (unsigned long long)num(p, "log_count"), real(p, "log_mean_us"));
 	}
 	printf("%-12s %12llu %10llu\n\n", "total", (unsigned long long)total,
 	       (unsigned long long)errors);

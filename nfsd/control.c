@@ -304,6 +304,10 @@ static int cmd_stats(json_t *req, json_t *rep, char *err, size_t errlen)
 		json_object_set_new(p, "mean_us", json_real(sp[i].count ? (double)sp[i].sum_ns / (double)sp[i].count / 1e3 : 0));
 		json_object_set_new(p, "p50_us", json_real((double)stats_percentile(&sp[i], 0.50) / 1e3));
 		json_object_set_new(p, "p99_us", json_real((double)stats_percentile(&sp[i], 0.99) / 1e3));
+		/* the calls answered from the NVRAM log, and their mean time in it */
+		set_u64(p, "log_count", sp[i].log_count);
+		json_object_set_new(p, "log_mean_us", json_real(sp[i].log_count ?
+			(double)sp[i].log_ns / (double)sp[i].log_count / 1e3 : 0));
 		/* cumulative counts at latency_le_us[]: a histogram for /metrics */
 		json_t *le = json_array();
 		for (size_t k = 0; k < sizeof(latency_le_us) / sizeof(latency_le_us[0]); k++)

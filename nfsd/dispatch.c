@@ -476,11 +476,14 @@ void dispatch(struct rpc_req *req)
 	/* Presto: the record goes into the log with the reply, still under the
 	 * stripe locks of the apply (so log order is apply order); WRITE data
 	 * is borrowed from args, freed only after. */
+	uint64_t log_ns = 0;
 	if (c.txn.active) {
+		uint64_t tl = rpc_now_ns();
 		if (presto_commit(&c.txn, p->drc ? &key : NULL, rc == 0 ? rec : NULL,
 				  rc == 0 ? len : 0) < 0 &&
 		    presto_sync_all() < 0)
 			rc = -EIO;
+		log_ns = rpc_now_ns() - tl;
 	}
 	xdr_free(p->xdr_args, args);
 	xdr_free(p->xdr_res, res);
@@ -497,6 +500,8 @@ void dispatch(struct rpc_req *req)
 		return;
 	}
 	stats_record(p->stat_idx, rpc_now_ns() - req->t_recv_ns, err || rc < 0);
+	if (c.txn.logged)
+		stats_record_log(p->stat_idx, log_ns + c.txn.waited_ns);
 
 	if (rc < 0) {
 		static long tok;

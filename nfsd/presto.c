@@ -1023,7 +1023,8 @@ int presto_wait(struct presto_txn *t)
 		return 0;
 	uint64_t t0 = rpc_now_ns();
 	int rc = nvlog_wait(P.log, t->lsn);
-	CNT_ADD(wait_ns_total, rpc_now_ns() - t0);
+	t->waited_ns = rpc_now_ns() - t0;
+	CNT_ADD(wait_ns_total, t->waited_ns);
 	return rc;
 }
 

@@ -86,6 +86,7 @@ struct presto_txn {
 	unsigned nstamps;
 	uint64_t lsn;
 	uint64_t claimed;		/* log bytes claimed (space_reserve) */
+	uint64_t waited_ns;		/* presto_wait's wait for a group commit */
 };
 
 /* presto_open -- open (format at first use) the log, recover, start the

@@ -51,12 +51,22 @@ void stats_record(int idx, uint64_t ns, bool error)
 	__atomic_add_fetch(&p->hist[stats_bucket(ns)], 1, __ATOMIC_RELAXED);
 }
 
+void stats_record_log(int idx, uint64_t ns)
+{
+	if (idx < 0 || idx >= STATS_NPROCS)
+		return;
+	__atomic_add_fetch(&S[idx].log_count, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&S[idx].log_ns, ns, __ATOMIC_RELAXED);
+}
+
 void stats_snapshot(struct stats_proc out[STATS_NPROCS])
 {
 	for (int i = 0; i < STATS_NPROCS; i++) {
 		out[i].count = __atomic_load_n(&S[i].count, __ATOMIC_RELAXED);
 		out[i].errors = __atomic_load_n(&S[i].errors, __ATOMIC_RELAXED);
 		out[i].sum_ns = __atomic_load_n(&S[i].sum_ns, __ATOMIC_RELAXED);
+		out[i].log_count = __atomic_load_n(&S[i].log_count, __ATOMIC_RELAXED);
+		out[i].log_ns = __atomic_load_n(&S[i].log_ns, __ATOMIC_RELAXED);
 		for (int b = 0; b < STATS_BUCKETS; b++)
 			out[i].hist[b] = __atomic_load_n(&S[i].hist[b], __ATOMIC_RELAXED);
 	}
@@ -84,6 +94,8 @@ void stats_reset(void)
 		__atomic_store_n(&S[i].count, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&S[i].errors, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&S[i].sum_ns, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&S[i].log_count, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&S[i].log_ns, 0, __ATOMIC_RELAXED);
 		for (int b = 0; b < STATS_BUCKETS; b++)
 			__atomic_store_n(&S[i].hist[b], 0, __ATOMIC_RELAXED);
 	}

@@ -18,10 +18,17 @@ struct stats_proc {
 	uint64_t errors;		/* replies with a status other than OK */
 	uint64_t sum_ns;
 	uint64_t hist[STATS_BUCKETS];
+	/* calls answered from the NVRAM log, and their time in it: the
+	 * record's encoding, its append (copy and persist), the directory
+	 * stamps and any wait for a group commit; part of sum_ns */
+	uint64_t log_count;
+	uint64_t log_ns;
 };
 
 /* stats_record -- count one call of procedure idx that took ns. */
 void stats_record(int idx, uint64_t ns, bool error);
+/* stats_record_log -- one call of procedure idx spent ns in the log. */
+void stats_record_log(int idx, uint64_t ns);
 /* stats_snapshot -- copy the counters of every procedure. */
 void stats_snapshot(struct stats_proc out[STATS_NPROCS]);
 void stats_reset(void);

@@ -258,6 +258,7 @@ def test_stats(srv, traffic):
                   "persists", "records per persist", "full-log waits", "runs", "bytes destaged",
                   "checkpoint time", "COMMITs avoided", "replayed", "handle redirects"):
         check("presto -p: shows %s" % field, any(field in l for l in lines))
+    table = []
     try:
         i = next(k for k, l in enumerate(lines) if l.startswith("procedure"))
         j = next(k for k, l in enumerate(lines) if l.startswith("total"))
@@ -281,6 +282,15 @@ def test_stats(srv, traffic):
     procs = {p["name"]: p for p in st["procs"]}
     check("stats: 28 procedures", len(st["procs"]) == 28 and "GETATTR" in procs and "MNT" in procs)
     check("stats: p50 <= p99 everywhere", all(p["p50_us"] <= p["p99_us"] for p in st["procs"]))
+    # time in the NVRAM log: part of the calls' own time, for those answered from it
+    check("stats: log_count <= count, log time within the calls' time everywhere",
+          all(p["log_count"] <= p["count"] and
+              p["log_mean_us"] * p["log_count"] <= p["mean_us"] * p["count"] * 1.001 + 0.01
+              for p in st["procs"]),
+          str([(p["name"], p["count"], p["mean_us"], p["log_count"], p["log_mean_us"])
+               for p in st["procs"] if p["count"]]))
+    check("stats: reads never logged", all(procs[n]["log_count"] == 0
+                                           for n in ("NULL", "GETATTR", "LOOKUP", "READ")))
     lg, ds, rec = st["log"], st["destage"], st["recovery"]
     for k in ("appends", "append_bytes", "persists", "records_per_persist", "full_waits",
               "persist_errors", "fallbacks", "jukebox", "batch_hist"):
@@ -294,6 +304,13 @@ def test_stats(srv, traffic):
     if traffic:
         check("stats: WRITE counted with latency", procs["WRITE"]["count"] > 0 and
               procs["WRITE"]["p99_us"] > 0)
+        # the writes to the nopresto export went to disk instead
+        w = procs["WRITE"]
+        check("stats: WRITEs to the presto export answered from the log, with their time in it",
+              0 < w["log_count"] < w["count"] and w["log_mean_us"] > 0, str(w))
+        check("presto -p: logged WRITEs shown",
+              any(l.split()[0] == "WRITE" and l.split()[6] == str(w["log_count"])
+                  for l in table if l.split()), str(table))
         check("stats: appends and persists", lg["appends"] > 0 and lg["persists"] > 0 and
               lg["append_bytes"] > 0)
         check("stats: records per persist = appends / persists",
@@ -378,6 +395,8 @@ def test_reset(srv, traffic):
     check("after -R: procedure counters zero", all(p["count"] == 0 for p in st["procs"]),
           str([(p["name"], p["count"]) for p in st["procs"] if p["count"]]))
     check("after -R: log counters zero", st["log"]["appends"] == 0 and st["log"]["persists"] == 0)
+    check("after -R: procedures' log time zero",
+          all(p["log_count"] == 0 and p["log_mean_us"] == 0 for p in st["procs"]))
     check("after -R: interval restarted, uptime not",
           st["interval_s"] < before["interval_s"] + 1 and st["uptime_s"] >= before["uptime_s"]
           and st["interval_s"] <= st["uptime_s"])
