@@ -185,6 +185,17 @@ char *admind_prometheus(json_t *snap)
 		fprintf(f, "\"} %.12g\n", num(p, "count"));
 	}
 
+	procs_family(f, procs, "presto_nfs_logged_requests_total", "counter",
+		     "Calls answered from the NVRAM log, by procedure.", "log_count", 1);
+	head(f, "presto_nfs_log_seconds_total", "counter",
+	     "Time the calls answered from the NVRAM log spent in it (record, append, persist, "
+	     "stamps), by procedure.");
+	json_array_foreach(procs, i, p) {
+		fprintf(f, "presto_nfs_log_seconds_total{proc=\"");
+		label(f, json_string_value(json_object_get(p, "name")));
+		fprintf(f, "\"} %.12g\n", num(p, "log_mean_us") * num(p, "log_count") / 1e6);
+	}
+
 	head(f, "presto_export_acceleration", "gauge", "1 when presto is on for the export.");
 	json_array_foreach(json_object_get(st, "exports"), i, p) {
 		fprintf(f, "presto_export_acceleration{export=\"");

@@ -327,6 +327,15 @@ def run(tmp, nvram, procs):
           all(wb[i][1] <= wb[i + 1][1] for i in range(len(wb) - 1))
           and wb and wb[-1][1] == samples.get('presto_nfs_request_duration_seconds_count{proc="WRITE"}'),
           str(wb[-3:]))
+    check(types.get("presto_nfs_logged_requests_total") == "counter"
+          and types.get("presto_nfs_log_seconds_total") == "counter"
+          and 0 < samples.get('presto_nfs_logged_requests_total{proc="WRITE"}', 0)
+          <= samples.get('presto_nfs_requests_total{proc="WRITE"}', 0)
+          and 0 < samples.get('presto_nfs_log_seconds_total{proc="WRITE"}', 0)
+          <= samples.get('presto_nfs_request_duration_seconds_sum{proc="WRITE"}', 0) * 1.001
+          and samples.get('presto_nfs_logged_requests_total{proc="GETATTR"}', 1) == 0,
+          "WRITEs answered from the log, and their time in it within their service time",
+          {k: v for k, v in samples.items() if "log" in k and "WRITE" in k})
     buckets = [(k, v) for k, v in samples.items() if k.startswith("presto_log_records_per_persist_bucket")]
     vals = [v for _, v in buckets]
     check(types.get("presto_log_records_per_persist") == "histogram" and len(buckets) == 12
