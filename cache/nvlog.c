@@ -97,7 +97,6 @@ struct nvlog {
 	uint64_t copied_lsn, copied_pos; /* frontier the last commit reached */
 	uint64_t durable_pos;
 	uint64_t durable_lsn; /* atomic: read without the lock */
-	bool self_persist;    /* each appender's drain makes its copy durable (pmem) */
 	int failed;           /* sticky -EIO after a failed persist */
 	bool read_only;
 	struct nvlog_stats st;
@@ -457,7 +456,6 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 		const char *f = getenv("PMEM_IS_PMEM_FORCE");
 		log->kind = (f && strcmp(f, "1") == 0) ? NVLOG_KIND_EMULATED : NVLOG_KIND_PMEM;
 		log->ops = nvlog_pmem_ops;
-		log->self_persist = true;
 	} else {
 		log->kind = NVLOG_KIND_MSYNC;
 		log->ops = nvlog_msync_ops;
@@ -582,6 +580,29 @@ static unsigned nvlog_bucket(uint64_t k)
 	return b < NVLOG_BATCH_BUCKETS ? b : NVLOG_BATCH_BUCKETS - 1;
 }
 
+/* nvlog_copied_through -- move (*f, *fpos) over the records copied
+ * contiguously after *f (their slots published) */
+static void nvlog_copied_through(struct nvlog *log, uint64_t *f, uint64_t *fpos)
+{
+	for (;;) {
+		struct nvlog_slot *s = &log->ring[(*f + 1) & NVLOG_RING_MASK];
+		if (__atomic_load_n(&s->lsn, __ATOMIC_ACQUIRE) != *f + 1)
+			return;
+		(*f)++;
+		*fpos = s->end_pos;
+	}
+}
+
+/* nvlog_durable_to -- records (before, f] are durable, up to position fpos
+ * (lock held): publish it and count the persist */
+static void nvlog_durable_to(struct nvlog *log, uint64_t before, uint64_t f, uint64_t fpos)
+{
+	log->durable_pos = fpos;
+	__atomic_store_n(&log->durable_lsn, f, __ATOMIC_RELEASE);
+	log->st.persists++;
+	log->st.batch_hist[nvlog_bucket(f - before)]++;
+}
+
 int nvlog_wait(struct nvlog *log, uint64_t lsn)
 {
 	int rc;
@@ -612,12 +633,7 @@ int nvlog_wait(struct nvlog *log, uint64_t lsn)
 		uint64_t before = log->durable_lsn;
 		pthread_mutex_unlock(&log->lock);
 		for (unsigned spins = 0;; spins++) {
-			struct nvlog_slot *s = &log->ring[(f + 1) & NVLOG_RING_MASK];
-			if (__atomic_load_n(&s->lsn, __ATOMIC_ACQUIRE) == f + 1) {
-				f++;
-				fpos = s->end_pos;
-				continue;
-			}
+			nvlog_copied_through(log, &f, &fpos);
 			if (f >= lsn)
 				break;
 			/* a predecessor is still copying: it never takes long */
@@ -636,10 +652,7 @@ int nvlog_wait(struct nvlog *log, uint64_t lsn)
 			fprintf(stderr, "nvlog: persist of LSN %llu..%llu failed: %s\n",
 			    (unsigned long long)before + 1, (unsigned long long)f, strerror(-prc));
 		} else {
-			log->durable_pos = fpos;
-			__atomic_store_n(&log->durable_lsn, f, __ATOMIC_RELEASE);
-			log->st.persists++;
-			log->st.batch_hist[nvlog_bucket(f - before)]++;
+			nvlog_durable_to(log, before, f, fpos);
 		}
 		log->leader = false;
 		pthread_cond_broadcast(&log->cond_durable);
@@ -663,19 +676,11 @@ static void nvlog_advance(struct nvlog *log)
 		return;
 	if (!log->leader && !log->failed) {
 		uint64_t before = log->durable_lsn, f = log->copied_lsn, fpos = log->copied_pos;
-		for (;;) {
-			struct nvlog_slot *s = &log->ring[(f + 1) & NVLOG_RING_MASK];
-			if (__atomic_load_n(&s->lsn, __ATOMIC_ACQUIRE) != f + 1)
-				break;
-			f++;
-			fpos = s->end_pos;
-		}
+		nvlog_copied_through(log, &f, &fpos);
 		if (f > before) {
 			log->copied_lsn = f;
-			log->copied_pos = log->durable_pos = fpos;
-			__atomic_store_n(&log->durable_lsn, f, __ATOMIC_RELEASE);
-			log->st.persists++;
-			log->st.batch_hist[nvlog_bucket(f - before)]++;
+			log->copied_pos = fpos;
+			nvlog_durable_to(log, before, f, fpos);
 		}
 	}
 	pthread_mutex_unlock(&log->lock);
@@ -900,8 +905,8 @@ int nvlog_append_nowait(struct nvlog *log, uint16_t type, const struct iovec *io
 	struct nvlog_slot *s = &log->ring[l & NVLOG_RING_MASK];
 	s->end_pos = end;
 	__atomic_store_n(&s->lsn, l, __ATOMIC_RELEASE);
-	if (log->self_persist)
-		nvlog_advance(log);
+	if (log->kind == NVLOG_KIND_PMEM || log->kind == NVLOG_KIND_EMULATED)
+		nvlog_advance(log);	/* its drain made the copy durable */
 	*lsn = l;
 	return 0;
 }

@@ -159,9 +159,9 @@ static bool presto_on(const struct obj *o)
 
 /* log_begin -- on the loop thread (c->on_loop) it never waits: it defers
  * the call instead (call_defer) when presto is off and a flush is due, or
- * when presto_begin_nowait would have to wait. Presto on: lock the objects (each given by its stat) and make
- * room in the log; NFS3ERR_JUKEBOX when the log stays full. Presto off:
- * nothing. */
+ * when presto_begin_nowait would have to wait. Presto on: lock the objects
+ * (each given by its stat) and make room in the log; NFS3ERR_JUKEBOX when
+ * the log stays full. Presto off: nothing. */
 static nfsstat3 log_begin(struct call *c, const struct obj *o, const struct stat *const *sts,
 			  unsigned n, size_t est)
 {
@@ -1600,7 +1600,6 @@ static size_t readdirplus_reply_size(const void *a)
 
 /* readdir_common -- both READDIR and READDIRPLUS: plus selects entryplus3.
  * dircount bounds the directory part (READDIRPLUS), maxcount the reply. */
-
 static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie, const char *verf,
 			       size_t dircount, size_t maxcount, bool plus, struct obj *d,
 			       char *outverf, void **entries, bool_t *eof)

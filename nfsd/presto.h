@@ -11,8 +11,8 @@
  * then dispatch encodes the reply, appends the record, with the reply and
  * its DRC key for the procedures the DRC keeps (presto_commit: the append
  * happens under the same stripe locks as the apply, so for any two
- * operations on a common object log order equals apply order), unlocks, waits for the group commit
- * (presto_wait) and only then sends the reply.
+ * operations on a common object log order equals apply order), unlocks,
+ * waits for the group commit (presto_wait) and only then sends the reply.
  *
  * The destager thread makes the backing filesystems durable (syncfs) and
  * trims the log up to the LSN that is now durable elsewhere. At start-up,

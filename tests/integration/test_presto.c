@@ -378,13 +378,14 @@ static void expect_kept(const char *name, const char *why)
 	assert_false(state_has(&srv, "replay-pending"));
 }
 
-/* write_file_nfs -- CREATE name, WRITE kept_data, then (mode >= 0) SETATTR
- * its mode, through the server */
-static void write_file_nfs(const char *name, int mode)
+/* write_kept -- fill kept_data from seed, then CREATE name, WRITE kept_data
+ * and (mode >= 0) SETATTR its mode, through the server */
+static void write_kept(const char *name, uint32_t seed, int mode)
 {
 	struct it_fh root;
 	struct rpc_context *rpc;
 
+	it_fill(kept_data, sizeof(kept_data), seed);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 	assert_non_null(rpc);
@@ -408,8 +409,7 @@ static void test_replay_refuses_other_filesystem(void **state)
 
 	(void)state;
 	start_logged(EXPORT_RW, replay_always_no_destage);
-	it_fill(kept_data, sizeof(kept_data), 77);
-	write_file_nfs("kept", -1);
+	write_kept("kept", 77, -1);
 
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, swap_mark), -1);
 	assert_false(it_server_running(&srv));
@@ -425,7 +425,7 @@ static void test_replay_refuses_other_filesystem(void **state)
 	assert_true(it_server_running(&srv));
 	expect_kept("kept", "the replay on the right filesystem did not restore it");
 
-	write_file_nfs("forced", -1);
+	write_kept("forced", 77, -1);	/* the same data as "kept" */
 	it_presto_extra[0] = "--replay=force";
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, lose_forced), 0);
 	p = it_read_file(it_path(&srv, "forced"), &len);
@@ -451,8 +451,7 @@ static void test_reload_keeps_marks(void **state)
 
 	(void)state;
 	start_logged(ex[0].clients, replay_always_no_destage);
-	it_fill(kept_data, sizeof(kept_data), 80);
-	write_file_nfs("kept", -1);
+	write_kept("kept", 80, -1);
 	assert_int_equal(getxattr(it_path(&srv, "."), MARK_XATTR, saved_mark, sizeof(saved_mark)),
 			 sizeof(saved_mark));
 	other_mark(&srv);
@@ -488,8 +487,7 @@ static void test_unfinished_replay_resumes(void **state)
 	 * boot, where --replay=auto would otherwise only sync the page cache */
 	(void)state;
 	start_logged(EXPORT_RW, no_destage);
-	it_fill(kept_data, sizeof(kept_data), 78);
-	write_file_nfs("resume", -1);
+	write_kept("resume", 78, -1);
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, interrupt_replay), 0);
 	if (!log_says(&srv, "an earlier replay did not finish"))
 		fail_msg("presto-nfsd did not replay after finding replay-pending");
@@ -549,8 +547,7 @@ static void test_retry_of_replay_after_reboot_trusts_no_file_stamp(void **state)
 {
 	(void)state;
 	start_logged(EXPORT_RW, no_destage);
-	it_fill(kept_data, sizeof(kept_data), 79);
-	write_file_nfs("t", 0600);	/* the SETATTR stamps t */
+	write_kept("t", 79, 0600);	/* the SETATTR stamps t */
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, untrusted_replay_pending), 0);
 	expect_kept("t", "a file stamp was trusted by the retry of a replay that began after a reboot");
 }
@@ -656,8 +653,7 @@ static void test_malformed_handle_is_an_error(void **state)
 
 	(void)state;
 	start_logged(EXPORT_RW, replay_always_no_destage);
-	it_fill(kept_data, sizeof(kept_data), 83);
-	write_file_nfs("kept", -1);
+	write_kept("kept", 83, -1);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
 			(uint32_t)root.data[6] << 8 | root.data[7];
@@ -898,8 +894,7 @@ static void test_removal_of_one_link_keeps_its_stamp(void **state)
 
 	(void)state;
 	start_logged(EXPORT_RW, replay_always_no_destage);
-	it_fill(kept_data, sizeof(kept_data), 80);
-	write_file_nfs("a", -1);
+	write_kept("a", 80, -1);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 	assert_non_null(rpc);
