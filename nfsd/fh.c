@@ -100,6 +100,23 @@ int fh_make(uint32_t export_id, const struct fh_kernel *kh, struct fh *out)
 	return 0;
 }
 
+int fh_mac_of(uint32_t export_id, const struct fh_kernel *kh, uint8_t mac[FH_MAC])
+{
+	struct fh f;
+	int rc = fh_make(export_id, kh, &f);
+
+	if (rc == 0)
+		memcpy(mac, f.data + FH_HDR + kh->len, FH_MAC);
+	return rc;
+}
+
+bool fh_mac_ok(uint32_t export_id, const struct fh_kernel *kh, const uint8_t mac[FH_MAC])
+{
+	uint8_t want[FH_MAC];
+
+	return fh_mac_of(export_id, kh, want) == 0 && sodium_memcmp(want, mac, FH_MAC) == 0;
+}
+
 int fh_parse(const uint8_t *data, size_t len, uint32_t *export_id, struct fh_kernel *kh)
 {
 	uint8_t mac[FH_MAC];

@@ -23,6 +23,7 @@
 #ifndef PRESTO_FH_H
 #define PRESTO_FH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,11 @@ int fh_make(uint32_t export_id, const struct fh_kernel *kh, struct fh *out);
  * handle. Returns 0, or -EBADMSG for a handle that is malformed or whose MAC
  * does not verify. */
 int fh_parse(const uint8_t *data, size_t len, uint32_t *export_id, struct fh_kernel *kh);
+/* fh_mac_of -- the MAC the handle of kh in export export_id carries (as
+ * fh_make mints it). Returns 0, or -EOVERFLOW as fh_make. */
+int fh_mac_of(uint32_t export_id, const struct fh_kernel *kh, uint8_t mac[FH_MAC]);
+/* fh_mac_ok -- whether mac is that MAC (compared in constant time). */
+bool fh_mac_ok(uint32_t export_id, const struct fh_kernel *kh, const uint8_t mac[FH_MAC]);
 /* fh_of_fd -- the kernel handle of the object at (dirfd, name) without
  * following a final symlink; name "" means dirfd itself. Returns 0 or -errno. */
 int fh_of(int dirfd, const char *name, struct fh_kernel *kh, int *mount_id);

@@ -51,9 +51,10 @@ struct obj {
 	struct stat st;
 	struct fh_kernel kh;		/* the kernel handle it was opened with */
 	struct fdcache_ref *ref;	/* fd belongs to the cache when set */
+	uint8_t mac[FH_MAC];		/* the MAC of its handle (of kh) */
 };
 
-#define OBJ_INIT { NULL, NULL, -1, { 0 }, { 0 }, NULL }
+#define OBJ_INIT { NULL, NULL, -1, { 0 }, { 0 }, NULL, { 0 } }
 
 static void obj_put(struct obj *o)
 {
@@ -98,6 +99,7 @@ static nfsstat3 obj_get(struct call *c, const nfs_fh3 *fh, struct obj *o)
 	if (!exports_port_ok(&cl->opts, peer))
 		return NFS3ERR_PERM;
 	o->opts = &cl->opts;
+	bool redirected = false;
 	for (int pass = 0, tries = 0;; pass++) {
 		int fd = fdcache_get(id, &kh, o->xe->root_fd, &o->ref);
 		if (fd >= 0) {
@@ -130,8 +132,15 @@ static nfsstat3 obj_get(struct call *c, const nfs_fh3 *fh, struct obj *o)
 		if (pass > 0 || presto_redirect(id, &kh, &n) < 0)
 			return NFS3ERR_STALE;
 		kh = n;
+		redirected = true;
 	}
 	o->kh = kh;
+	/* the MAC a record of this object carries: the client's, unless a
+	 * redirect gave another kernel handle */
+	if (!redirected)
+		memcpy(o->mac, (const uint8_t *)fh->data.data_val + FH_HDR + kh.len, FH_MAC);
+	else if (fh_mac_of(id, &kh, o->mac) < 0)
+		memset(o->mac, 0, FH_MAC);	/* too long for a handle: not loggable anyway */
 	if (fstat(o->fd, &o->st) < 0) {
 		obj_put(o);
 		return vfs_nfserr(errno);
@@ -191,6 +200,7 @@ static void log_obj(struct call *c, unsigned slot, plog_obj *dst, const struct o
 {
 	dst->export_id = o->xe->e->id;
 	presto_kh(&c->txn, slot, &dst->kh, &o->kh);
+	presto_mac(&c->txn, slot, o->mac);
 }
 
 /* log_attr -- the attributes of st, as a replay should set them. */
@@ -966,6 +976,7 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 				pc->target = presto_name(&c->txn, 1, "");
 			log_attr(&pc->attr, &now, S_ISREG(now.st_mode) && now.st_size > 0);
 			presto_kh(&c->txn, 1, &pc->result, &kh);
+			presto_mac(&c->txn, 1, fh.data + fh.len - FH_MAC);
 			c->txn.has_op = true;
 		}
 	}
@@ -1114,6 +1125,7 @@ again:
 			c->txn.op.type = PLOG_SETATTR;
 			ps->obj.export_id = d.xe->e->id;
 			ps->obj.kh = res_kh;
+			presto_mac(&c->txn, 0, c->txn.macs[1]);
 			ps->attr.set_size = true;
 			ps->attr.size = sa->size.set_size3_u.size;
 		} else {

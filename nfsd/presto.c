@@ -177,6 +177,18 @@ static void kh_from_plog(const plog_kh *p, struct fh_kernel *kh)
 	memcpy(kh->bytes, p->bytes.bytes_val, kh->len);
 }
 
+/* plog_nobjs -- how many plog_obj an op of type has (their MACs follow
+ * the record; plog.x) */
+static unsigned plog_nobjs(int type)
+{
+	return type == PLOG_RENAME || type == PLOG_LINK ? 2 : 1;
+}
+
+void presto_mac(struct presto_txn *t, unsigned slot, const uint8_t *mac)
+{
+	memcpy(t->macs[slot], mac, PLOG_MAC_SIZE);
+}
+
 void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct fh_kernel *kh)
 {
 	memcpy(t->khs[slot], kh->bytes, kh->len);
@@ -402,11 +414,18 @@ static int state_file_commit(FILE *f, const char *tmp, const char *path)
 }
 
 /* Redirect file: STATE_DIR/redirects, one line per redirect:
- *   EXPORT_ID OLD_TYPE OLD_HEX NEW_TYPE NEW_HEX
- * rewritten whole (tmp + fsync + rename) after a replay that made some. */
-static void rd_load(void)
+ *   EXPORT_ID OLD_TYPE OLD_HEX NEW_TYPE NEW_HEX MAC_HEX
+ * rewritten whole (tmp + fsync + rename) after a replay that made some.
+ * MAC_HEX is the MAC of the new handle (fh_mac_of): the file is input, and
+ * a line that could name any inode would let a client's handle reach
+ * outside an export that is a subdirectory of its filesystem. A line
+ * without it (written before it) is kept only for an export that is a
+ * whole filesystem. */
+static bool whole_fs(const struct xexport *xe);
+
+static void rd_load(struct xtab *xt)
 {
-	char path[4200], line[512], oh[128], nh[128];
+	char path[4200], line[512], oh[128], nh[128], mh[64];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/redirects", P.conf.state_dir);
@@ -417,10 +436,25 @@ static void rd_load(void)
 	while (fgets(line, sizeof(line), f)) {
 		struct fh_kernel o, n;
 		unsigned id;
+		uint8_t mac[FH_MAC];
+		unsigned ml = 0;
 		lineno++;
-		if (sscanf(line, "%u %d %127s %d %127s", &id, &o.type, oh, &n.type, nh) != 5 ||
-		    unhex(oh, o.bytes, FH_KH_MAX, &o.len) < 0 || unhex(nh, n.bytes, FH_KH_MAX, &n.len) < 0) {
+		int k = sscanf(line, "%u %d %127s %d %127s %63s", &id, &o.type, oh, &n.type, nh, mh);
+		if (k < 5 || unhex(oh, o.bytes, FH_KH_MAX, &o.len) < 0 ||
+		    unhex(nh, n.bytes, FH_KH_MAX, &n.len) < 0 ||
+		    (k == 6 && (unhex(mh, mac, FH_MAC, &ml) < 0 || ml != FH_MAC))) {
 			log_warnx("%s:%u: malformed redirect ignored", path, lineno);
+			continue;
+		}
+		if (k == 6 && !fh_mac_ok(id, &n, mac)) {
+			log_warnx("%s:%u: redirect whose MAC does not check out ignored (a line "
+				  "this appliance did not write)", path, lineno);
+			continue;
+		}
+		const struct xexport *xe = xtab_by_id(xt, id);
+		if (k == 5 && !(xe && whole_fs(xe))) {
+			log_warnx("%s:%u: redirect without a MAC (written by an older presto-nfsd) "
+				  "ignored: its export is not a whole filesystem", path, lineno);
 			continue;
 		}
 		rd_add(id, &o, &n);
@@ -463,7 +497,7 @@ static void rd_prune(struct xtab *xt)
 
 static int rd_save(void)
 {
-	char path[4200], tmp[4200], oh[128], nh[128];
+	char path[4200], tmp[4200], oh[128], nh[128], mh[64];
 	FILE *f;
 	int fd, rc = 0;
 
@@ -478,10 +512,14 @@ static int rd_save(void)
 	}
 	pthread_rwlock_rdlock(&P.rd_lock);
 	for (size_t i = 0; i < P.nrd; i++) {
+		uint8_t mac[FH_MAC];
+		if (fh_mac_of(P.rd[i].export_id, &P.rd[i].new_kh, mac) < 0)
+			continue;
 		hex(oh, P.rd[i].old_kh.bytes, P.rd[i].old_kh.len);
 		hex(nh, P.rd[i].new_kh.bytes, P.rd[i].new_kh.len);
-		fprintf(f, "%u %d %s %d %s\n", P.rd[i].export_id, P.rd[i].old_kh.type, oh,
-			P.rd[i].new_kh.type, nh);
+		hex(mh, mac, FH_MAC);
+		fprintf(f, "%u %d %s %d %s %s\n", P.rd[i].export_id, P.rd[i].old_kh.type, oh,
+			P.rd[i].new_kh.type, nh, mh);
 	}
 	pthread_rwlock_unlock(&P.rd_lock);
 	return state_file_commit(f, tmp, path);
@@ -491,14 +529,18 @@ static int rd_save(void)
  * one fsync per re-created object, not a rewrite; rd_save compacts after) */
 static int rd_append(uint32_t export_id, const struct fh_kernel *old_kh, const struct fh_kernel *new_kh)
 {
-	char path[4200], line[600], oh[128], nh[128];
+	char path[4200], line[600], oh[128], nh[128], mh[64];
+	uint8_t mac[FH_MAC];
 	int fd, rc = 0;
 
 	snprintf(path, sizeof(path), "%s/redirects", P.conf.state_dir);
+	if ((rc = fh_mac_of(export_id, new_kh, mac)) < 0)
+		return rc;
 	hex(oh, old_kh->bytes, old_kh->len);
 	hex(nh, new_kh->bytes, new_kh->len);
-	int n = snprintf(line, sizeof(line), "%u %d %s %d %s\n", export_id, old_kh->type, oh,
-			 new_kh->type, nh);
+	hex(mh, mac, FH_MAC);
+	int n = snprintf(line, sizeof(line), "%u %d %s %d %s %s\n", export_id, old_kh->type, oh,
+			 new_kh->type, nh, mh);
 	bool created = access(path, F_OK) != 0;
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -989,7 +1031,8 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 	struct xiov xv;
 	struct iovec iov[2 * XIOV_RUNS + 1];
 	xiov_create(&x, &xv, buf, (u_int)size);
-	if (!xdr_plog_rec(&x, &r)) {
+	plog_macs m = { { plog_nobjs(t->op.type) * PLOG_MAC_SIZE, (char *)t->macs } };
+	if (!xdr_plog_rec(&x, &r) || !xdr_plog_macs(&x, &m)) {
 		xdr_destroy(&x);
 		rc = -EMSGSIZE;
 		goto out;
@@ -1184,6 +1227,10 @@ struct replay_ctx {
 	uint64_t lsn;			/* of the record being replayed */
 	uint32_t epoch;			/* its epoch */
 	uint64_t stamped_skips;		/* namespace records a stamp proved applied */
+	/* the MACs of the record's plog_obj (plog.x); 0: a record of a server
+	 * before them */
+	unsigned nmacs;
+	uint8_t macs[2][PLOG_MAC_SIZE];
 };
 
 /*
@@ -1383,11 +1430,67 @@ static bool name_ok(const char *n)
 	       strcmp(n, "..");
 }
 
-/* resolve -- an O_PATH descriptor of a logged object, through a redirect
- * when its recorded handle went stale. -ESTALE when it does not exist. */
-static int resolve(struct xtab *xt, const plog_obj *o, struct fh_kernel *now)
+/* whole_fs -- whether export xe's root is the root directory of its
+ * filesystem (a mount of the filesystem's "/", at the export's root): then
+ * every inode open_by_handle_at reaches through it is inside the export */
+static bool whole_fs(const struct xexport *xe)
 {
-	const struct xexport *xe = xtab_by_id(xt, o->export_id);
+	struct statx sx;
+	char line[8192], root[4096];
+	bool whole = false;
+
+	if (statx(xe->root_fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx) < 0 ||
+	    !(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	    !(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return false;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		int id;
+		if (sscanf(line, "%d %*d %*s %4095s", &id, root) == 2 && id == xe->mount_id) {
+			whole = strcmp(root, "/") == 0;
+			break;
+		}
+	}
+	fclose(f);
+	return whole;
+}
+
+/* authentic -- whether the record may name the object o: its handle carries
+ * the MAC of a handle minted for that export (plog.x), or, in a record of a
+ * server before the MACs, the export is a whole filesystem. */
+static bool authentic(const struct replay_ctx *rc, const struct xexport *xe, const plog_obj *o,
+		      int slot)
+{
+	struct fh_kernel kh;
+
+	kh_from_plog(&o->kh, &kh);
+	if (rc->nmacs) {
+		if ((unsigned)slot < rc->nmacs && fh_mac_ok(o->export_id, &kh, rc->macs[slot]))
+			return true;
+		log_warnx("NVRAM log record LSN %llu: a handle in export %s fails its MAC check "
+			  "(a record this appliance did not write)",
+			  (unsigned long long)rc->lsn, xe->e->path);
+		return false;
+	}
+	if (whole_fs(xe))
+		return true;
+	log_warnx("NVRAM log record LSN %llu has no handle MACs (written by an older "
+		  "presto-nfsd) and export %s is not a whole filesystem: its handles cannot "
+		  "be trusted to stay inside it",
+		  (unsigned long long)rc->lsn, xe->e->path);
+	return false;
+}
+
+/* resolve -- an O_PATH descriptor of a logged object, through a redirect
+ * when its recorded handle went stale. -ESTALE when it does not exist.
+ * slot: the object's place among the record's plog_obj, whose MAC must
+ * check out; -1 for a probe of existence only (nothing is opened for use). */
+static int resolve(const struct replay_ctx *rc, const plog_obj *o, int slot,
+		   struct fh_kernel *now)
+{
+	const struct xexport *xe = xtab_by_id(rc->xt, o->export_id);
 	union {
 		struct file_handle h;
 		uint8_t raw[sizeof(struct file_handle) + FH_KH_MAX];
@@ -1403,6 +1506,8 @@ static int resolve(struct xtab *xt, const plog_obj *o, struct fh_kernel *now)
 	 * ENOENT; EINVAL means the handle itself is wrong) */
 	if (o->kh.bytes.bytes_len == 0 || o->kh.bytes.bytes_len > FH_KH_MAX)
 		return -EINVAL;
+	if (slot >= 0 && !authentic(rc, xe, o, slot))
+		return -EPERM;
 	kh_from_plog(&o->kh, &kh);
 	for (int pass = 0; pass < 2; pass++) {
 		u.h.handle_bytes = kh.len;
@@ -1472,7 +1577,7 @@ static int replay_attr(int fd, const plog_attr *a, bool is_link)
 
 static int replay_write(struct replay_ctx *rc, const plog_write *w)
 {
-	int fd = resolve(rc->xt, &w->file, NULL);
+	int fd = resolve(rc, &w->file, 0, NULL);
 	char p[32];
 
 	if (fd < 0)
@@ -1506,7 +1611,7 @@ static int replay_write(struct replay_ctx *rc, const plog_write *w)
 
 static int replay_setattr(struct replay_ctx *rc, const plog_setattr *s)
 {
-	int fd = resolve(rc->xt, &s->obj, NULL);
+	int fd = resolve(rc, &s->obj, 0, NULL);
 	struct stat st;
 
 	if (fd < 0)
@@ -1526,7 +1631,7 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 {
 	if (!name_ok(c->name) || ((c->type & S_IFMT) == S_IFLNK && !c->target))
 		return -EINVAL;
-	int dfd = resolve(rc->xt, &c->dir, NULL);
+	int dfd = resolve(rc, &c->dir, 0, NULL);
 	struct stat st;
 	int e = 0;
 
@@ -1553,7 +1658,7 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 		goto out;
 	}
 	plog_obj res = { c->dir.export_id, c->result };
-	int ofd = resolve(rc->xt, &res, NULL);
+	int ofd = resolve(rc, &res, -1, NULL);
 	if (ofd >= 0) {
 		close(ofd);			/* applied, renamed away later */
 		goto out;
@@ -1606,7 +1711,7 @@ static int replay_remove(struct replay_ctx *rc, const plog_remove *r)
 {
 	if (!name_ok(r->name))
 		return -EINVAL;
-	int dfd = resolve(rc->xt, &r->dir, NULL);
+	int dfd = resolve(rc, &r->dir, 0, NULL);
 	int e = 0;
 
 	if (dfd < 0)
@@ -1625,12 +1730,12 @@ static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
 {
 	if (!name_ok(r->fromname) || !name_ok(r->toname))
 		return -EINVAL;
-	int fdir = resolve(rc->xt, &r->fromdir, NULL);
+	int fdir = resolve(rc, &r->fromdir, 0, NULL);
 	int e = 0;
 
 	if (fdir < 0)
 		return fdir == -ESTALE ? 0 : fdir;
-	int tdir = resolve(rc->xt, &r->todir, NULL);
+	int tdir = resolve(rc, &r->todir, 1, NULL);
 	if (tdir < 0) {
 		close(fdir);
 		return tdir == -ESTALE ? 0 : tdir;
@@ -1671,7 +1776,7 @@ static int replay_link(struct replay_ctx *rc, const plog_link *l)
 	int e = 0;
 	if (!name_ok(l->name))
 		return -EINVAL;
-	int dfd = resolve(rc->xt, &l->dir, NULL);
+	int dfd = resolve(rc, &l->dir, 1, NULL);
 
 	if (dfd < 0)
 		return dfd == -ESTALE ? 0 : dfd;
@@ -1679,7 +1784,7 @@ static int replay_link(struct replay_ctx *rc, const plog_link *l)
 		close(dfd);
 		return 0;
 	}
-	int ffd = resolve(rc->xt, &l->file, NULL);
+	int ffd = resolve(rc, &l->file, 0, NULL);
 	if (ffd >= 0) {
 		vfs_proc_path(ffd, p);
 		if (linkat(AT_FDCWD, p, dfd, l->name, AT_SYMLINK_FOLLOW) < 0)
@@ -1706,12 +1811,26 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 	CNT_ADD(rec_bytes, rec->len);
 	memset(&r, 0, sizeof(r));
 	xdrmem_create(&x, (char *)rec->payload, rec->len, XDR_DECODE);
-	if (!xdr_plog_rec(&x, &r) || (uint16_t)r.op.type != rec->type) {
+	bool ok = xdr_plog_rec(&x, &r) && (uint16_t)r.op.type == rec->type;
+	rc->nmacs = 0;
+	if (ok && xdr_getpos(&x) < rec->len) {
+		/* the MACs (plog.x): exactly one per plog_obj, and then the end */
+		plog_macs m = { { 0, NULL } };
+		unsigned n = plog_nobjs(r.op.type);
+		ok = xdr_plog_macs(&x, &m) && m.mac.mac_len == n * PLOG_MAC_SIZE &&
+		     xdr_getpos(&x) == rec->len;
+		if (ok) {
+			memcpy(rc->macs, m.mac.mac_val, m.mac.mac_len);
+			rc->nmacs = n;
+		}
+		xdr_free(XDRPROC(xdr_plog_macs), (char *)&m);
+	}
+	if (!ok) {
 		xdr_destroy(&x);
 		xdr_free(XDRPROC(xdr_plog_rec), (char *)&r);
 		CNT_ADD(rec_errors, 1);
-		log_warnx("NVRAM log record LSN %llu (type %u, %u bytes at offset %llu) does not decode; "
-			  "skipped (inspect it with presto-log dump)",
+		log_warnx("NVRAM log record LSN %llu (type %u, %u bytes at offset %llu) does not decode "
+			  "(inspect it with presto-log dump)",
 			  (unsigned long long)rec->lsn, rec->type, rec->len,
 			  (unsigned long long)rec->offset);
 		return 0;
@@ -1805,7 +1924,7 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 	bool untrusted = false, pending = replay_pending(&untrusted);
 	P.trust_file_stamps = !info.boot_id_changed && !(pending && untrusted);
 	P.state = "RECOVERING";
-	rd_load();
+	rd_load(xt);
 	marks_load();
 	if (pending && info.head_lsn < info.tail_lsn && (rc = replay_mark(false, false)) < 0) {
 		errno = -rc;	/* a crash between the last trim and the unlink */

@@ -76,6 +76,7 @@ struct presto_txn {
 	plog_op op;
 	char names[2][PLOG_NAME_MAX + 1];
 	char khs[PRESTO_MAX_OBJS][PLOG_KH_MAX];
+	uint8_t macs[PRESTO_MAX_OBJS][PLOG_MAC_SIZE];	/* of khs (presto_mac) */
 	char *target;			/* symlink target (owned) */
 	/* objects to stamp: a held descriptor cache entry, or else a dup'ed
 	 * (owned) O_PATH descriptor */
@@ -126,6 +127,9 @@ int presto_begin_nowait(struct presto_txn *t, const dev_t *devs, const ino_t *in
  * waiting. Fills *stripe for presto_dir_release. */
 int presto_dir_hold(dev_t dev, ino_t ino, bool nowait, unsigned *stripe);
 void presto_dir_release(unsigned stripe);
+/* presto_mac -- the handle MAC (fh.h) of the kernel handle in t's slot: the
+ * record carries those of its plog_obj (slots 0 and 1). */
+void presto_mac(struct presto_txn *t, unsigned slot, const uint8_t *mac);
 /* presto_kh -- fill *dst with kernel handle kh, stored in t's slot. */
 struct fh_kernel;
 void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct fh_kernel *kh);

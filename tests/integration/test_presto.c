@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -41,12 +42,16 @@
 static struct it_server srv;
 static struct it_res r;
 
+static bool whole_fs_mounted;	/* test_record_without_macs_on_whole_fs */
+
 static int test_teardown(void **state)
 {
 	(void)state;
 	it_res_free(&r);
 	it_nvram_size = "64M";
 	it_presto_extra[0] = NULL;
+	if (whole_fs_mounted && umount2(srv.export, MNT_DETACH) == 0)
+		whole_fs_mounted = false;
 	return srv.pid > 0 || srv.dir[0] ? it_server_stop(&srv) : 0;
 }
 
@@ -667,6 +672,217 @@ static void test_malformed_handle_is_an_error(void **state)
 	expect_kept("kept", "the good records were not replayed around the bad one");
 }
 
+/* a WRITE record, CRC-valid and well-formed, of a file of the same
+ * filesystem outside the export (the export is a subdirectory of it): with
+ * a MAC of 16 zero bytes when outside_mac, else without MACs (a record as
+ * servers before them wrote) */
+static bool outside_mac;
+static char outside_path[600];
+
+static void append_outside_record(struct it_server *s)
+{
+	char path[600];
+	struct nvlog_opts o;
+	struct nvlog *log;
+	uint64_t lsn;
+	union {
+		struct file_handle h;
+		uint8_t raw[sizeof(struct file_handle) + 128];
+	} u;
+	int mid;
+	uint8_t buf[256];
+	size_t n = 0;
+
+	u.h.handle_bytes = 128;
+	assert_int_equal(name_to_handle_at(AT_FDCWD, outside_path, &u.h, &mid, 0), 0);
+	assert_true(u.h.handle_bytes <= 36);
+	/* plog_rec (nfsd/plog.x) in XDR: op PLOG_WRITE (1) {file {export_id,
+	 * kh {type, bytes<L>}}, offset 0, data<5> "owned"}, drc_key<0>,
+	 * reply<0>; then plog_macs {mac<16>} or nothing */
+	uint32_t head[] = { 1, bad_export_id, (uint32_t)u.h.handle_type, u.h.handle_bytes };
+	for (size_t i = 0; i < 4; i++) {
+		uint32_t be = htonl(head[i]);
+		memcpy(buf + n, &be, 4);
+		n += 4;
+	}
+	memset(buf + n, 0, (u.h.handle_bytes + 3) & ~3u);
+	memcpy(buf + n, u.h.f_handle, u.h.handle_bytes);
+	n += (u.h.handle_bytes + 3) & ~3u;
+	uint32_t tail[] = { 0, 0, 5 };	/* offset (hyper), data length */
+	for (size_t i = 0; i < 3; i++) {
+		uint32_t be = htonl(tail[i]);
+		memcpy(buf + n, &be, 4);
+		n += 4;
+	}
+	memset(buf + n, 0, 8);
+	memcpy(buf + n, "owned", 5);
+	n += 8;
+	memset(buf + n, 0, 8);		/* drc_key<0>, reply<0> */
+	n += 8;
+	if (outside_mac) {
+		uint32_t be = htonl(16);
+		memcpy(buf + n, &be, 4);
+		memset(buf + n + 4, 0, 16);
+		n += 20;
+	}
+	snprintf(path, sizeof(path), "%s/nvram.log", s->dir);
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(nvlog_open(path, &o, &log), 0);
+	struct iovec iov = { buf, n };
+	assert_int_equal(nvlog_append(log, 1, &iov, 1, &lsn), 0);
+	nvlog_close(log, false);
+}
+
+static void test_record_outside_export_is_refused(void **state)
+{
+	/* open_by_handle_at opens any inode of the filesystem: a record must
+	 * not reach outside an export that is a subdirectory of it. A record
+	 * whose MAC does not check out, or one without MACs there, is refused
+	 * (the start fails and says why; --replay=force discards it) */
+	struct it_fh root;
+	size_t len;
+	char *p;
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	write_kept("kept", 84, -1);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
+			(uint32_t)root.data[6] << 8 | root.data[7];
+	snprintf(outside_path, sizeof(outside_path), "%s/outside", srv.dir);
+	assert_int_equal(it_write_file(outside_path, "intact", 6, 0644), 0);
+	for (int legacy = 0; legacy < 2; legacy++) {
+		outside_mac = !legacy;
+		it_presto_extra[0] = "--replay=always";
+		assert_int_equal(it_server_restart_after(&srv, SIGKILL, append_outside_record), -1);
+		if (!log_says(&srv, legacy ? "has no handle MACs" : "fails its MAC check"))
+			fail_msg("presto-nfsd did not refuse a record of a file outside the export "
+				 "(%s)", legacy ? "without MACs" : "with a wrong MAC");
+		p = it_read_file(outside_path, &len);
+		assert_non_null(p);
+		if (len != 6 || memcmp(p, "intact", 6) != 0)
+			fail_msg("replay wrote outside the export: %.*s", (int)len, p);
+		free(p);
+		assert_true(state_has(&srv, "replay-pending"));
+		it_presto_extra[0] = "--replay=force";
+		it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
+		assert_true(it_server_running(&srv));
+		expect_kept("kept", "the good records were not replayed around the bad one");
+		p = it_read_file(outside_path, &len);
+		assert_non_null(p);
+		assert_memory_equal(p, "intact", 6);
+		free(p);
+	}
+}
+
+/* mount_whole_fs -- put a tmpfs under the export, with the export's mark
+ * (so that the replay takes it for the export's filesystem: the export is
+ * now a whole filesystem), a file "inside" on it, and a record of that file
+ * without MACs */
+static void mount_whole_fs(struct it_server *s)
+{
+	uint8_t mark[16];
+
+	assert_int_equal(getxattr(it_path(s, "."), MARK_XATTR, mark, sizeof(mark)), sizeof(mark));
+	assert_int_equal(mount("presto-it", s->export, "tmpfs", 0, "size=16m,mode=0777"), 0);
+	whole_fs_mounted = true;
+	assert_int_equal(setxattr(it_path(s, "."), MARK_XATTR, mark, sizeof(mark), 0), 0);
+	snprintf(outside_path, sizeof(outside_path), "%s", it_path(s, "inside"));
+	assert_int_equal(it_write_file(outside_path, "intact", 6, 0644), 0);
+	outside_mac = false;
+	append_outside_record(s);
+}
+
+static void test_record_without_macs_on_whole_fs(void **state)
+{
+	/* a record of a server before the MACs stays good where no handle can
+	 * reach outside the export: an export that is its filesystem's root */
+	struct it_fh root;
+	size_t len;
+	char *p;
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
+			(uint32_t)root.data[6] << 8 | root.data[7];
+	if (it_server_restart_after(&srv, SIGKILL, mount_whole_fs) != 0)
+		fail_msg("a record without MACs was refused in an export that is a whole "
+			 "filesystem");
+	p = it_read_file(outside_path, &len);
+	assert_non_null(p);
+	if (len != 6 || memcmp(p, "ownedt", 6) != 0)
+		fail_msg("the record was not replayed: %.*s", (int)len, p);
+	free(p);
+}
+
+/* a redirect, in STATE_DIR/redirects, from the handle of the removed file
+ * "victim" to the file outside_path: with a MAC of zeroes when outside_mac,
+ * else without one (a line as servers before the MACs wrote) */
+static struct it_fh victim_fh;
+
+static void forge_redirect(struct it_server *s)
+{
+	union {
+		struct file_handle h;
+		uint8_t raw[sizeof(struct file_handle) + 128];
+	} u;
+	char path[600], oh[128], nh[128], line[512];
+	int mid;
+	unsigned ol = victim_fh.data[1];
+	int otype = (int)((uint32_t)victim_fh.data[8] << 24 | (uint32_t)victim_fh.data[9] << 16 |
+			  (uint32_t)victim_fh.data[10] << 8 | victim_fh.data[11]);
+
+	assert_int_equal(unlink(it_path(s, "victim")), 0);
+	u.h.handle_bytes = 128;
+	assert_int_equal(name_to_handle_at(AT_FDCWD, outside_path, &u.h, &mid, 0), 0);
+	for (unsigned i = 0; i < ol; i++)
+		sprintf(oh + 2 * i, "%02x", victim_fh.data[12 + i]);
+	for (unsigned i = 0; i < u.h.handle_bytes; i++)
+		sprintf(nh + 2 * i, "%02x", u.h.f_handle[i]);
+	int n = snprintf(line, sizeof(line), "%u %d %s %d %s%s\n", bad_export_id, otype, oh,
+			 u.h.handle_type, nh, outside_mac ? " 00000000000000000000000000000000" : "");
+	snprintf(path, sizeof(path), "%s/state/redirects", s->dir);
+	assert_int_equal(it_write_file(path, line, (size_t)n, 0600), 0);
+}
+
+static void test_forged_redirect_is_ignored(void **state)
+{
+	/* a client's handle of a removed object follows a redirect only if
+	 * this appliance wrote it: a line with a wrong MAC, or one without a
+	 * MAC in an export that is a subdirectory of its filesystem, would
+	 * lead outside the export */
+	struct rpc_context *rpc;
+	struct it_fh root;
+
+	(void)state;
+	start_logged(EXPORT_RW, NULL);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
+			(uint32_t)root.data[6] << 8 | root.data[7];
+	snprintf(outside_path, sizeof(outside_path), "%s/outside", srv.dir);
+	assert_int_equal(it_write_file(outside_path, "intact", 6, 0644), 0);
+	for (int legacy = 0; legacy < 2; legacy++) {
+		rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+		assert_non_null(rpc);
+		assert_int_equal(it_create(rpc, &root, "victim", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+		victim_fh = r.fh;
+		it_rpc_close(rpc);
+		outside_mac = !legacy;
+		assert_int_equal(it_server_restart_after(&srv, SIGTERM, forge_redirect), 0);
+		rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+		assert_non_null(rpc);
+		int st = it_getattr(rpc, &victim_fh, &r);
+		it_rpc_close(rpc);
+		if (st != NFS3ERR_STALE)
+			fail_msg("the handle of a removed file, through a forged redirect (%s): %d, "
+				 "want NFS3ERR_STALE", legacy ? "without a MAC" : "wrong MAC", st);
+		if (!log_says(&srv, legacy ? "redirect without a MAC" : "redirect whose MAC"))
+			fail_msg("presto-nfsd did not say it ignored a forged redirect (%s)",
+				 legacy ? "without a MAC" : "with a wrong MAC");
+	}
+}
+
 static void test_drc_survives_crash(void **state)
 {
 	/* docs/ARCHITECTURE.md: with presto on, the DRC is rebuilt from the live
@@ -1136,6 +1352,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_removal_of_one_link_keeps_its_stamp, test_teardown),
 		cmocka_unit_test_teardown(test_failed_record_is_not_stamped_over, test_teardown),
 		cmocka_unit_test_teardown(test_malformed_handle_is_an_error, test_teardown),
+		cmocka_unit_test_teardown(test_record_outside_export_is_refused, test_teardown),
+		cmocka_unit_test_teardown(test_record_without_macs_on_whole_fs, test_teardown),
+		cmocka_unit_test_teardown(test_forged_redirect_is_ignored, test_teardown),
 		cmocka_unit_test_teardown(test_deferred_call_keeps_drc_entry, test_teardown),
 		cmocka_unit_test_teardown(test_lookup_waits_for_namespace_change, test_teardown),
 	};
