@@ -12,7 +12,7 @@ rpcbind nfs-common procps iproute2 util-linux e2fsprogs python3"
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 # extra packages the tests (PRESTO_DEPS=test: a browser, qemu for the kernel
 # client) or the benchmark need
-[ "${PRESTO_DEPS:-}" = test ] && PKGS="$PKGS chromium qemu-system-x86 busybox-static binutils"
+[ "${PRESTO_DEPS:-}" = test ] && PKGS="$PKGS chromium qemu-system-x86 busybox-static binutils bindfs"
 PKGS="$PKGS ${PRESTO_EXTRA_PKGS:-}"
 
 missing=""

@@ -430,6 +430,12 @@ static int set_presto(json_t *req, json_t *rep, char *err, size_t errlen, bool o
 				rc = -ENOENT;
 				goto out;
 			}
+			if (on && presto_unmarked(xe->e->id)) {
+				snprintf(err, errlen, "export %s: its root does not take extended "
+					 "attributes, which the log's replay relies on", xe->e->path);
+				rc = -EOPNOTSUPP;
+				goto out;
+			}
 			if (on && !export_presto_opt(xe)) {
 				snprintf(err, errlen, "export %s has %s in the exports file", xe->e->path,
 					 export_writable(xe) ? "nopresto" : "no read-write client");

@@ -83,14 +83,14 @@ static int reload_exports(char *err, size_t errlen)
 		log_warnx("reload of %s refused, keeping the exports in force: %s", conf.exports, err);
 		return rc;
 	}
-	xtab_install(x);
-	struct xtab *cur = xtab_get();
-	if ((rc = presto_marks_update(cur, false)) < 0) {
+	/* marks first: an export whose root takes none must not be served
+	 * with presto on for a moment */
+	if ((rc = presto_marks_update(x, false)) < 0) {
 		errno = -rc;
 		log_warn("%s/export-marks", conf.state_dir);
 	}
-	size_t n = cur->n;
-	xtab_put(cur);
+	size_t n = x->n;
+	xtab_install(x);
 	pthread_mutex_unlock(&reload_lock);
 	/* cached descriptors of exports that went away close as soon as no
 	 * call uses them */

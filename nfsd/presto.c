@@ -128,6 +128,11 @@ static struct {
 	pthread_mutex_t sw_lock;
 	uint32_t off_ids[MAX_SWITCHES];
 	unsigned noff;
+	/* exports whose root took no mark (a filesystem without extended
+	 * attributes): no mark, no stamps, so no safe replay; presto is off
+	 * for them (presto_marks_update) */
+	uint32_t unmarked_ids[MAX_SWITCHES];
+	unsigned nunmarked;
 
 	/* redirects made by replay */
 	pthread_rwlock_t rd_lock;
@@ -615,14 +620,30 @@ bool presto_enabled(const struct xexport *xe, bool export_opt)
 		return false;
 	/* every change and LOOKUP asks: no lock while no export is switched
 	 * off (a call racing a switch-off may still log; the log is durable) */
-	if (__atomic_load_n(&P.noff, __ATOMIC_ACQUIRE) == 0)
+	if (__atomic_load_n(&P.noff, __ATOMIC_ACQUIRE) == 0 &&
+	    __atomic_load_n(&P.nunmarked, __ATOMIC_ACQUIRE) == 0)
 		return true;
 	pthread_mutex_lock(&P.sw_lock);
 	for (unsigned i = 0; i < P.noff; i++)
 		if (P.off_ids[i] == xe->e->id)
 			on = false;
+	for (unsigned i = 0; i < P.nunmarked; i++)
+		if (P.unmarked_ids[i] == xe->e->id)
+			on = false;
 	pthread_mutex_unlock(&P.sw_lock);
 	return on;
+}
+
+bool presto_unmarked(uint32_t export_id)
+{
+	bool yes = false;
+
+	pthread_mutex_lock(&P.sw_lock);
+	for (unsigned i = 0; i < P.nunmarked; i++)
+		if (P.unmarked_ids[i] == export_id)
+			yes = true;
+	pthread_mutex_unlock(&P.sw_lock);
+	return yes;
 }
 
 int presto_set_export(uint32_t export_id, bool on)
@@ -1360,11 +1381,20 @@ static bool export_mark_ok(const struct xexport *xe)
 	return ok;
 }
 
+static bool writable(const struct xexport *xe)
+{
+	for (size_t i = 0; i < xe->e->nclients; i++)
+		if (xe->e->clients[i].opts.rw)
+			return true;
+	return false;
+}
+
 int presto_marks_update(const struct xtab *xt, bool adopt)
 {
 	char path[4200], tmp[4200], hx[2 * EXPORT_MARK_LEN + 1];
 	struct xmark *v = calloc(xt->n ? xt->n : 1, sizeof(*v));
-	size_t n = 0;
+	uint32_t unmarked[MAX_SWITCHES];
+	size_t n = 0, nu = 0;
 	int rc = 0;
 
 	if (!P.log)
@@ -1391,8 +1421,19 @@ int presto_marks_update(const struct xtab *xt, bool adopt)
 			stamp_placeholder(xe->root_fd);
 			randombytes_buf(m, sizeof(m));
 			if (fsetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m), 0) < 0 ||
-			    fsync(xe->root_fd) < 0)
-				continue;	/* read-only, no xattrs: nothing to check by */
+			    fsync(xe->root_fd) < 0) {
+				/* read-only, or no extended attributes: no mark and
+				 * no stamps, so a replay could not tell what its
+				 * records did: presto stays off for the export */
+				if (nu < MAX_SWITCHES)
+					unmarked[nu++] = xe->e->id;
+				if (writable(xe))
+					log_warn("export %s: its root does not take the extended "
+						 "attribute %s, which the log's replay relies on: "
+						 "presto is off for it (changes are made durable "
+						 "before each reply)", xe->e->path, EXPORT_MARK_XATTR);
+				continue;
+			}
 		}
 		v[n].id = xe->e->id;
 		memcpy(v[n].mark, m, sizeof(m));
@@ -1417,6 +1458,10 @@ int presto_marks_update(const struct xtab *xt, bool adopt)
 		v = NULL;
 		pthread_mutex_unlock(&M.lock);
 	}
+	pthread_mutex_lock(&P.sw_lock);
+	memcpy(P.unmarked_ids, unmarked, nu * sizeof(unmarked[0]));
+	__atomic_store_n(&P.nunmarked, (unsigned)nu, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&P.sw_lock);
 out:
 	free(v);
 	return rc;

@@ -99,6 +99,9 @@ void presto_close(void);
 /* presto_enabled -- whether modifications in export xe go through the log
  * (the log is open, the export's option and the run-time switch agree). */
 bool presto_enabled(const struct xexport *xe, bool export_opt);
+/* presto_unmarked -- whether export id's root took no mark (no extended
+ * attributes, or read-only): presto is off for it whatever the switches. */
+bool presto_unmarked(uint32_t export_id);
 /* presto_set_export -- the run-time switch for export id (on: true). Turning
  * it off flushes the log first. Returns 0 or -errno. */
 int presto_set_export(uint32_t export_id, bool on);

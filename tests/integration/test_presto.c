@@ -42,7 +42,7 @@
 static struct it_server srv;
 static struct it_res r;
 
-static bool whole_fs_mounted;	/* test_record_without_macs_on_whole_fs */
+static bool whole_fs_mounted;	/* a filesystem a test mounted under the export */
 
 static int test_teardown(void **state)
 {
@@ -957,14 +957,12 @@ static void test_nopresto_export(void **state)
 	it_rpc_close(rpc);
 }
 
-/* loop_stats -- the server's counters of calls run on its event loop thread
- * and of calls handed from there to a worker (control socket "stats"). */
-static void loop_stats(uint64_t *inl, uint64_t *deferred)
+/* control -- one request on the server's control socket; its reply line
+ * into buf (NUL-terminated) */
+static void control(const char *req, char *buf, size_t cap)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char buf[65536];
 	size_t got = 0;
-	const char *p;
 	int fd;
 
 	int k = snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/state/control.sock", srv.dir);
@@ -972,22 +970,98 @@ static void loop_stats(uint64_t *inl, uint64_t *deferred)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(fd >= 0);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(it_send_all(fd, "{\"cmd\":\"stats\"}\n", 16), 0);
-	while (got < sizeof(buf) - 1 && !memchr(buf, '\n', got)) {
+	assert_int_equal(it_send_all(fd, req, strlen(req)), 0);
+	while (got < cap - 1 && !memchr(buf, '\n', got)) {
 		struct pollfd pf = { .fd = fd, .events = POLLIN };
 		assert_int_equal(poll(&pf, 1, IT_TIMEOUT_MS), 1);
-		ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+		ssize_t n = read(fd, buf + got, cap - 1 - got);
 		assert_true(n > 0);
 		got += (size_t)n;
 	}
 	close(fd);
 	buf[got] = '\0';
+}
+
+/* loop_stats -- the server's counters of calls run on its event loop thread
+ * and of calls handed from there to a worker (control socket "stats"). */
+static void loop_stats(uint64_t *inl, uint64_t *deferred)
+{
+	char buf[65536];
+	const char *p;
+
+	control("{\"cmd\":\"stats\"}\n", buf, sizeof(buf));
 	p = strstr(buf, "\"inline\":");
 	assert_non_null(p);
 	*inl = strtoull(p + 9, NULL, 10);
 	p = strstr(buf, "\"deferred\":");
 	assert_non_null(p);
 	*deferred = strtoull(p + 11, NULL, 10);
+}
+
+/* mount_no_xattrs -- under the export, a FUSE view of a directory that
+ * refuses every extended attribute (bindfs --xattr-none) */
+static void mount_no_xattrs(struct it_server *s)
+{
+	char cmd[1400], backing[600];
+
+	snprintf(backing, sizeof(backing), "%s/backing", s->dir);
+	assert_int_equal(mkdir(backing, 0777), 0);
+	snprintf(cmd, sizeof(cmd), "bindfs --xattr-none -o allow_other %s %s", backing, s->export);
+	assert_int_equal(system(cmd), 0);
+	whole_fs_mounted = true;
+}
+
+static uint64_t log_appends(void)
+{
+	char buf[65536];
+	const char *p;
+
+	control("{\"cmd\":\"stats\"}\n", buf, sizeof(buf));
+	p = strstr(buf, "\"appends\":");
+	assert_non_null(p);
+	return strtoull(p + 11, NULL, 10);
+}
+
+static void test_export_without_xattrs_writes_through(void **state)
+{
+	/* an export whose root takes no extended attribute gets no mark and
+	 * no stamps, so a replay could not tell what its records did: presto
+	 * is off for it (changes durable before the reply, nothing logged),
+	 * it says why, and "enable" refuses */
+	struct rpc_context *rpc;
+	struct it_fh root, f;
+	char buf[65536];
+
+	(void)state;
+	if (system("command -v bindfs >/dev/null") != 0)
+		skip();		/* appliance/deps.sh installs it for the tests */
+	start_logged(EXPORT_RW, NULL);
+	assert_int_equal(it_server_restart_after(&srv, SIGTERM, mount_no_xattrs), 0);
+	if (!log_says(&srv, "presto is off for it"))
+		fail_msg("presto-nfsd did not say that presto is off for an export without "
+			 "extended attributes");
+	control("{\"cmd\":\"exports\"}\n", buf, sizeof(buf));
+	if (!strstr(buf, "\"presto\":false"))
+		fail_msg("the export without extended attributes is listed with presto on: %s", buf);
+	uint64_t a0 = log_appends();
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &root, "through", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 0, "written through!", 16, FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(rpc);
+	if (log_appends() != a0)
+		fail_msg("changes in an export without extended attributes went into the log");
+	control("{\"cmd\":\"enable\"}\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"ok\":true"));	/* all: the others */
+	control("{\"cmd\":\"exports\"}\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"presto\":false"));
+	char req[512];
+	snprintf(req, sizeof(req), "{\"cmd\":\"enable\",\"exports\":[\"%s\"]}\n", srv.export);
+	control(req, buf, sizeof(buf));
+	if (!strstr(buf, "\"ok\":false") || !strstr(buf, "extended attributes"))
+		fail_msg("enable of an export without extended attributes: %s", buf);
 }
 
 static void test_readdir_inline_small_dirs(void **state)
@@ -1348,6 +1422,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 		cmocka_unit_test_teardown(test_readdir_inline_small_dirs, test_teardown),
+		cmocka_unit_test_teardown(test_export_without_xattrs_writes_through, test_teardown),
 		cmocka_unit_test_teardown(test_root_stamp_before_mark, test_teardown),
 		cmocka_unit_test_teardown(test_removal_of_one_link_keeps_its_stamp, test_teardown),
 		cmocka_unit_test_teardown(test_failed_record_is_not_stamped_over, test_teardown),
