@@ -413,7 +413,7 @@ static int set_presto(json_t *req, json_t *rep, char *err, size_t errlen, bool o
 	}
 	if (!names || json_array_size(names) == 0) {
 		for (i = 0; i < x->n; i++)
-			if (!on || export_presto_opt(&x->v[i]))
+			if (!on || (export_presto_opt(&x->v[i]) && !presto_unmarked(x->v[i].e->id)))
 				sel[nsel++] = &x->v[i];
 	} else {
 		json_array_foreach(names, i, name) {

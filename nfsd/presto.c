@@ -107,6 +107,7 @@
 struct redirect {
 	uint32_t export_id;
 	struct fh_kernel old_kh, new_kh;
+	bool no_mac;	/* loaded from a line without a MAC: saved without one */
 };
 
 static struct {
@@ -131,7 +132,7 @@ static struct {
 	/* exports whose root took no mark (a filesystem without extended
 	 * attributes): no mark, no stamps, so no safe replay; presto is off
 	 * for them (presto_marks_update) */
-	uint32_t unmarked_ids[MAX_SWITCHES];
+	uint32_t *unmarked_ids;		/* malloc'ed; replaced under sw_lock */
 	unsigned nunmarked;
 
 	/* redirects made by replay */
@@ -347,7 +348,8 @@ int presto_redirect(uint32_t export_id, const struct fh_kernel *old_kh, struct f
 	return rc;
 }
 
-static int rd_add(uint32_t export_id, const struct fh_kernel *old_kh, const struct fh_kernel *new_kh)
+static int rd_add(uint32_t export_id, const struct fh_kernel *old_kh, const struct fh_kernel *new_kh,
+		  bool no_mac)
 {
 	int rc = 0;
 
@@ -362,7 +364,7 @@ static int rd_add(uint32_t export_id, const struct fh_kernel *old_kh, const stru
 		P.rd = n;
 		P.rd_cap = cap;
 	}
-	P.rd[P.nrd++] = (struct redirect){ export_id, *old_kh, *new_kh };
+	P.rd[P.nrd++] = (struct redirect){ export_id, *old_kh, *new_kh, no_mac };
 out:
 	pthread_rwlock_unlock(&P.rd_lock);
 	return rc;
@@ -462,7 +464,7 @@ static void rd_load(struct xtab *xt)
 				  "ignored: its export is not a whole filesystem", path, lineno);
 			continue;
 		}
-		rd_add(id, &o, &n);
+		rd_add(id, &o, &n, k == 5);
 	}
 	fclose(f);
 }
@@ -517,13 +519,19 @@ static int rd_save(void)
 	}
 	pthread_rwlock_rdlock(&P.rd_lock);
 	for (size_t i = 0; i < P.nrd; i++) {
+		/* a line loaded without a MAC stays without one: it was kept
+		 * only because its export was a whole filesystem */
 		uint8_t mac[FH_MAC];
-		if (fh_mac_of(P.rd[i].export_id, &P.rd[i].new_kh, mac) < 0)
-			continue;
+		mh[0] = '\0';
+		if (!P.rd[i].no_mac) {
+			if (fh_mac_of(P.rd[i].export_id, &P.rd[i].new_kh, mac) < 0)
+				continue;
+			mh[0] = ' ';
+			hex(mh + 1, mac, FH_MAC);
+		}
 		hex(oh, P.rd[i].old_kh.bytes, P.rd[i].old_kh.len);
 		hex(nh, P.rd[i].new_kh.bytes, P.rd[i].new_kh.len);
-		hex(mh, mac, FH_MAC);
-		fprintf(f, "%u %d %s %d %s %s\n", P.rd[i].export_id, P.rd[i].old_kh.type, oh,
+		fprintf(f, "%u %d %s %d %s%s\n", P.rd[i].export_id, P.rd[i].old_kh.type, oh,
 			P.rd[i].new_kh.type, nh, mh);
 	}
 	pthread_rwlock_unlock(&P.rd_lock);
@@ -1252,6 +1260,12 @@ struct replay_ctx {
 	 * before them */
 	unsigned nmacs;
 	uint8_t macs[2][PLOG_MAC_SIZE];
+	/* whole_fs of the exports records without MACs named (asked once) */
+	struct {
+		uint32_t id;
+		bool whole;
+	} wf[16];
+	unsigned nwf;
 };
 
 /*
@@ -1389,24 +1403,36 @@ static bool writable(const struct xexport *xe)
 	return false;
 }
 
+/* unmarked_publish -- make ids (n of them, malloc'ed; taken) the exports
+ * presto is off for because their root takes no mark */
+static void unmarked_publish(uint32_t *ids, size_t n)
+{
+	pthread_mutex_lock(&P.sw_lock);
+	uint32_t *old = P.unmarked_ids;
+	P.unmarked_ids = ids;
+	__atomic_store_n(&P.nunmarked, (unsigned)n, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&P.sw_lock);
+	free(old);
+}
+
 int presto_marks_update(const struct xtab *xt, bool adopt)
 {
 	char path[4200], tmp[4200], hx[2 * EXPORT_MARK_LEN + 1];
 	struct xmark *v = calloc(xt->n ? xt->n : 1, sizeof(*v));
-	uint32_t unmarked[MAX_SWITCHES];
+	uint32_t *unmarked = calloc(xt->n ? xt->n : 1, sizeof(*unmarked));
 	size_t n = 0, nu = 0;
 	int rc = 0;
 
 	if (!P.log)
 		goto out;	/* no log, no records to guard */
-	if (!v) {
+	if (!v || !unmarked) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < xt->n; i++) {
 		const struct xexport *xe = &xt->v[i];
-		uint8_t m[EXPORT_MARK_LEN];
-		bool known = false;
+		uint8_t m[EXPORT_MARK_LEN], cur[EXPORT_MARK_LEN];
+		bool known = false, marked = true;
 		if (!adopt) {
 			/* a reload: the log may hold records of this export,
 			 * written against the root that had the remembered mark */
@@ -1416,29 +1442,41 @@ int presto_marks_update(const struct xtab *xt, bool adopt)
 				memcpy(m, k->mark, sizeof(m));
 			pthread_mutex_unlock(&M.lock);
 		}
-		if (!known &&
-		    fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m)) != (ssize_t)sizeof(m)) {
+		if (known) {
+			/* kept for the replay; but a root that now takes no
+			 * extended attribute (another filesystem there) gets no
+			 * stamps either */
+			if (fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, cur, sizeof(cur)) < 0 &&
+			    (errno == ENOTSUP || errno == EOPNOTSUPP))
+				marked = false;
+		} else if (fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m)) != (ssize_t)sizeof(m)) {
 			stamp_placeholder(xe->root_fd);
 			randombytes_buf(m, sizeof(m));
 			if (fsetxattr(xe->root_fd, EXPORT_MARK_XATTR, m, sizeof(m), 0) < 0 ||
-			    fsync(xe->root_fd) < 0) {
-				/* read-only, or no extended attributes: no mark and
-				 * no stamps, so a replay could not tell what its
-				 * records did: presto stays off for the export */
-				if (nu < MAX_SWITCHES)
-					unmarked[nu++] = xe->e->id;
-				if (writable(xe))
-					log_warn("export %s: its root does not take the extended "
-						 "attribute %s, which the log's replay relies on: "
-						 "presto is off for it (changes are made durable "
-						 "before each reply)", xe->e->path, EXPORT_MARK_XATTR);
+			    fsync(xe->root_fd) < 0)
+				marked = false;
+		}
+		if (!marked) {
+			/* read-only, or no extended attributes: no mark and no
+			 * stamps, so a replay could not tell what its records
+			 * did: presto stays off for the export */
+			unmarked[nu++] = xe->e->id;
+			if (writable(xe))
+				log_warn("export %s: its root does not take the extended attribute "
+					 "%s, which the log's replay relies on: presto is off for "
+					 "it (written through, as with nopresto)",
+					 xe->e->path, EXPORT_MARK_XATTR);
+			if (!known)
 				continue;
-			}
 		}
 		v[n].id = xe->e->id;
 		memcpy(v[n].mark, m, sizeof(m));
 		n++;
 	}
+	/* before the state file: whatever becomes of it, these exports must
+	 * not be served with presto on */
+	unmarked_publish(unmarked, nu);
+	unmarked = NULL;
 	marks_path(path, sizeof(path), false);
 	marks_path(tmp, sizeof(tmp), true);
 	FILE *f = fopen(tmp, "we");
@@ -1458,11 +1496,8 @@ int presto_marks_update(const struct xtab *xt, bool adopt)
 		v = NULL;
 		pthread_mutex_unlock(&M.lock);
 	}
-	pthread_mutex_lock(&P.sw_lock);
-	memcpy(P.unmarked_ids, unmarked, nu * sizeof(unmarked[0]));
-	__atomic_store_n(&P.nunmarked, (unsigned)nu, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&P.sw_lock);
 out:
+	free(unmarked);
 	free(v);
 	return rc;
 }
@@ -1481,7 +1516,8 @@ static bool name_ok(const char *n)
 static bool whole_fs(const struct xexport *xe)
 {
 	struct statx sx;
-	char line[8192], root[4096];
+	char *line = NULL;
+	size_t cap = 0;
 	bool whole = false;
 
 	if (statx(xe->root_fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx) < 0 ||
@@ -1491,13 +1527,16 @@ static bool whole_fs(const struct xexport *xe)
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return false;
-	while (fgets(line, sizeof(line), f)) {
-		int id;
-		if (sscanf(line, "%d %*d %*s %4095s", &id, root) == 2 && id == xe->mount_id) {
-			whole = strcmp(root, "/") == 0;
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ...": ROOT is the directory of
+	 * the filesystem the mount shows (octal escapes; "/" has none) */
+	while (getline(&line, &cap, f) > 0) {
+		int id, at = 0;
+		if (sscanf(line, "%d %*d %*s %n", &id, &at) == 1 && at > 0 && id == xe->mount_id) {
+			whole = line[at] == '/' && line[at + 1] == ' ';
 			break;
 		}
 	}
+	free(line);
 	fclose(f);
 	return whole;
 }
@@ -1505,8 +1544,7 @@ static bool whole_fs(const struct xexport *xe)
 /* authentic -- whether the record may name the object o: its handle carries
  * the MAC of a handle minted for that export (plog.x), or, in a record of a
  * server before the MACs, the export is a whole filesystem. */
-static bool authentic(const struct replay_ctx *rc, const struct xexport *xe, const plog_obj *o,
-		      int slot)
+static bool authentic(struct replay_ctx *rc, const struct xexport *xe, const plog_obj *o, int slot)
 {
 	struct fh_kernel kh;
 
@@ -1519,7 +1557,16 @@ static bool authentic(const struct replay_ctx *rc, const struct xexport *xe, con
 			  (unsigned long long)rc->lsn, xe->e->path);
 		return false;
 	}
-	if (whole_fs(xe))
+	unsigned i;
+	for (i = 0; i < rc->nwf && rc->wf[i].id != o->export_id; i++)
+		;
+	bool whole = i < rc->nwf ? rc->wf[i].whole : whole_fs(xe);
+	if (i == rc->nwf && i < sizeof(rc->wf) / sizeof(rc->wf[0])) {
+		rc->wf[i].id = o->export_id;
+		rc->wf[i].whole = whole;
+		rc->nwf++;
+	}
+	if (whole)
 		return true;
 	log_warnx("NVRAM log record LSN %llu has no handle MACs (written by an older "
 		  "presto-nfsd) and export %s is not a whole filesystem: its handles cannot "
@@ -1532,8 +1579,7 @@ static bool authentic(const struct replay_ctx *rc, const struct xexport *xe, con
  * when its recorded handle went stale. -ESTALE when it does not exist.
  * slot: the object's place among the record's plog_obj, whose MAC must
  * check out; -1 for a probe of existence only (nothing is opened for use). */
-static int resolve(const struct replay_ctx *rc, const plog_obj *o, int slot,
-		   struct fh_kernel *now)
+static int resolve(struct replay_ctx *rc, const plog_obj *o, int slot, struct fh_kernel *now)
 {
 	const struct xexport *xe = xtab_by_id(rc->xt, o->export_id);
 	union {
@@ -1736,7 +1782,7 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 	struct fh_kernel old, now;
 	kh_from_plog(&c->result, &old);
 	if (fh_of(nfd, "", &now, NULL) == 0 && !kh_eq(&old, &now)) {
-		int r = rd_add(c->dir.export_id, &old, &now);
+		int r = rd_add(c->dir.export_id, &old, &now, false);
 		if (r == 0)
 			r = rd_append(c->dir.export_id, &old, &now);
 		if (r < 0)

@@ -816,6 +816,53 @@ static void test_record_without_macs_on_whole_fs(void **state)
 	free(p);
 }
 
+/* bind_sub -- a bind mount of another directory of the same filesystem
+ * (with the export's mark) over the export: a mount root, but not of the
+ * filesystem's root; and a record without MACs of a file outside it */
+static void bind_sub(struct it_server *s)
+{
+	char sub[600];
+	uint8_t mark[16];
+
+	assert_int_equal(getxattr(it_path(s, "."), MARK_XATTR, mark, sizeof(mark)), sizeof(mark));
+	snprintf(sub, sizeof(sub), "%s/sub", s->dir);
+	assert_int_equal(mkdir(sub, 0777), 0);
+	assert_int_equal(setxattr(sub, MARK_XATTR, mark, sizeof(mark), 0), 0);
+	assert_int_equal(mount(sub, s->export, NULL, MS_BIND, NULL), 0);
+	whole_fs_mounted = true;
+	outside_mac = false;
+	append_outside_record(s);
+}
+
+static void test_record_without_macs_in_bind_mount(void **state)
+{
+	/* an export whose root is a bind mount of a subdirectory is not a
+	 * whole filesystem, though its root is a mount root: a record without
+	 * MACs is refused there too */
+	struct it_fh root;
+	size_t len;
+	char *p;
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
+			(uint32_t)root.data[6] << 8 | root.data[7];
+	snprintf(outside_path, sizeof(outside_path), "%s/outside", srv.dir);
+	assert_int_equal(it_write_file(outside_path, "intact", 6, 0644), 0);
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, bind_sub), -1);
+	if (!log_says(&srv, "has no handle MACs"))
+		fail_msg("presto-nfsd took a bind mount of a subdirectory for a whole filesystem");
+	it_presto_extra[0] = "--replay=force";
+	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	p = it_read_file(outside_path, &len);
+	assert_non_null(p);
+	if (len != 6 || memcmp(p, "intact", 6) != 0)
+		fail_msg("replay wrote outside the export: %.*s", (int)len, p);
+	free(p);
+}
+
 /* a redirect, in STATE_DIR/redirects, from the handle of the removed file
  * "victim" to the file outside_path: with a MAC of zeroes when outside_mac,
  * else without one (a line as servers before the MACs wrote) */
@@ -1017,9 +1064,10 @@ static uint64_t log_appends(void)
 	const char *p;
 
 	control("{\"cmd\":\"stats\"}\n", buf, sizeof(buf));
-	p = strstr(buf, "\"appends\":");
+	static const char key[] = "\"appends\":";
+	p = strstr(buf, key);
 	assert_non_null(p);
-	return strtoull(p + 11, NULL, 10);
+	return strtoull(p + strlen(key), NULL, 10);
 }
 
 static void test_export_without_xattrs_writes_through(void **state)
@@ -1429,6 +1477,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_malformed_handle_is_an_error, test_teardown),
 		cmocka_unit_test_teardown(test_record_outside_export_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_record_without_macs_on_whole_fs, test_teardown),
+		cmocka_unit_test_teardown(test_record_without_macs_in_bind_mount, test_teardown),
 		cmocka_unit_test_teardown(test_forged_redirect_is_ignored, test_teardown),
 		cmocka_unit_test_teardown(test_deferred_call_keeps_drc_entry, test_teardown),
 		cmocka_unit_test_teardown(test_lookup_waits_for_namespace_change, test_teardown),
