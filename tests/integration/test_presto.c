@@ -623,6 +623,16 @@ static void test_failed_record_is_not_stamped_over(void **state)
  * empty: no filesystem gives such a handle out (open_by_handle_at: EINVAL) */
 static uint32_t bad_export_id;
 
+/* learn_export_id -- bad_export_id: the export id in the root's handle */
+static void learn_export_id(void)
+{
+	struct it_fh root;
+
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
+			(uint32_t)root.data[6] << 8 | root.data[7];
+}
+
 static void append_bad_handle_record(struct it_server *s)
 {
 	char path[600];
@@ -654,14 +664,10 @@ static void test_malformed_handle_is_an_error(void **state)
 	/* a record whose handle is malformed is not "an object removed
 	 * later" (skipped in silence): the start is refused and says so;
 	 * --replay=force discards it */
-	struct it_fh root;
-
 	(void)state;
 	start_logged(EXPORT_RW, replay_always_no_destage);
 	write_kept("kept", 83, -1);
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
-			(uint32_t)root.data[6] << 8 | root.data[7];
+	learn_export_id();
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, append_bad_handle_record), -1);
 	if (!log_says(&srv, "could not be replayed"))
 		fail_msg("presto-nfsd did not refuse a record with an empty handle");
@@ -733,22 +739,28 @@ static void append_outside_record(struct it_server *s)
 	nvlog_close(log, false);
 }
 
+/* expect_outside_intact -- the file outside the export as it was */
+static void expect_outside_intact(void)
+{
+	size_t len;
+	char *p = it_read_file(outside_path, &len);
+
+	assert_non_null(p);
+	if (len != 6 || memcmp(p, "intact", 6) != 0)
+		fail_msg("replay wrote outside the export: %.*s", (int)len, p);
+	free(p);
+}
+
 static void test_record_outside_export_is_refused(void **state)
 {
 	/* open_by_handle_at opens any inode of the filesystem: a record must
 	 * not reach outside an export that is a subdirectory of it. A record
 	 * whose MAC does not check out, or one without MACs there, is refused
 	 * (the start fails and says why; --replay=force discards it) */
-	struct it_fh root;
-	size_t len;
-	char *p;
-
 	(void)state;
 	start_logged(EXPORT_RW, replay_always_no_destage);
 	write_kept("kept", 84, -1);
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
-			(uint32_t)root.data[6] << 8 | root.data[7];
+	learn_export_id();
 	snprintf(outside_path, sizeof(outside_path), "%s/outside", srv.dir);
 	assert_int_equal(it_write_file(outside_path, "intact", 6, 0644), 0);
 	for (int legacy = 0; legacy < 2; legacy++) {
@@ -758,20 +770,13 @@ static void test_record_outside_export_is_refused(void **state)
 		if (!log_says(&srv, legacy ? "has no handle MACs" : "fails its MAC check"))
 			fail_msg("presto-nfsd did not refuse a record of a file outside the export "
 				 "(%s)", legacy ? "without MACs" : "with a wrong MAC");
-		p = it_read_file(outside_path, &len);
-		assert_non_null(p);
-		if (len != 6 || memcmp(p, "intact", 6) != 0)
-			fail_msg("replay wrote outside the export: %.*s", (int)len, p);
-		free(p);
+		expect_outside_intact();
 		assert_true(state_has(&srv, "replay-pending"));
 		it_presto_extra[0] = "--replay=force";
 		it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
 		assert_true(it_server_running(&srv));
 		expect_kept("kept", "the good records were not replayed around the bad one");
-		p = it_read_file(outside_path, &len);
-		assert_non_null(p);
-		assert_memory_equal(p, "intact", 6);
-		free(p);
+		expect_outside_intact();
 	}
 }
 
@@ -797,15 +802,12 @@ static void test_record_without_macs_on_whole_fs(void **state)
 {
 	/* a record of a server before the MACs stays good where no handle can
 	 * reach outside the export: an export that is its filesystem's root */
-	struct it_fh root;
 	size_t len;
 	char *p;
 
 	(void)state;
 	start_logged(EXPORT_RW, replay_always_no_destage);
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
-			(uint32_t)root.data[6] << 8 | root.data[7];
+	learn_export_id();
 	if (it_server_restart_after(&srv, SIGKILL, mount_whole_fs) != 0)
 		fail_msg("a record without MACs was refused in an export that is a whole "
 			 "filesystem");
@@ -839,15 +841,9 @@ static void test_record_without_macs_in_bind_mount(void **state)
 	/* an export whose root is a bind mount of a subdirectory is not a
 	 * whole filesystem, though its root is a mount root: a record without
 	 * MACs is refused there too */
-	struct it_fh root;
-	size_t len;
-	char *p;
-
 	(void)state;
 	start_logged(EXPORT_RW, replay_always_no_destage);
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
-			(uint32_t)root.data[6] << 8 | root.data[7];
+	learn_export_id();
 	snprintf(outside_path, sizeof(outside_path), "%s/outside", srv.dir);
 	assert_int_equal(it_write_file(outside_path, "intact", 6, 0644), 0);
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, bind_sub), -1);
@@ -856,11 +852,7 @@ static void test_record_without_macs_in_bind_mount(void **state)
 	it_presto_extra[0] = "--replay=force";
 	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
 	assert_true(it_server_running(&srv));
-	p = it_read_file(outside_path, &len);
-	assert_non_null(p);
-	if (len != 6 || memcmp(p, "intact", 6) != 0)
-		fail_msg("replay wrote outside the export: %.*s", (int)len, p);
-	free(p);
+	expect_outside_intact();
 }
 
 /* a redirect, in STATE_DIR/redirects, from the handle of the removed file
@@ -904,9 +896,8 @@ static void test_forged_redirect_is_ignored(void **state)
 
 	(void)state;
 	start_logged(EXPORT_RW, NULL);
+	learn_export_id();
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
-			(uint32_t)root.data[6] << 8 | root.data[7];
 	snprintf(outside_path, sizeof(outside_path), "%s/outside", srv.dir);
 	assert_int_equal(it_write_file(outside_path, "intact", 6, 0644), 0);
 	for (int legacy = 0; legacy < 2; legacy++) {
