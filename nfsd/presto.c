@@ -620,6 +620,16 @@ static int replay_mark(bool on, bool trusted)
 
 /* ---- switches ---- */
 
+/* unmarked_locked -- whether export id is listed as taking no mark (sw_lock
+ * held) */
+static bool unmarked_locked(uint32_t id)
+{
+	for (unsigned i = 0; i < P.nunmarked; i++)
+		if (P.unmarked_ids[i] == id)
+			return true;
+	return false;
+}
+
 bool presto_enabled(const struct xexport *xe, bool export_opt)
 {
 	bool on = P.log != NULL && export_opt;
@@ -635,21 +645,16 @@ bool presto_enabled(const struct xexport *xe, bool export_opt)
 	for (unsigned i = 0; i < P.noff; i++)
 		if (P.off_ids[i] == xe->e->id)
 			on = false;
-	for (unsigned i = 0; i < P.nunmarked; i++)
-		if (P.unmarked_ids[i] == xe->e->id)
-			on = false;
+	if (unmarked_locked(xe->e->id))
+		on = false;
 	pthread_mutex_unlock(&P.sw_lock);
 	return on;
 }
 
 bool presto_unmarked(uint32_t export_id)
 {
-	bool yes = false;
-
 	pthread_mutex_lock(&P.sw_lock);
-	for (unsigned i = 0; i < P.nunmarked; i++)
-		if (P.unmarked_ids[i] == export_id)
-			yes = true;
+	bool yes = unmarked_locked(export_id);
 	pthread_mutex_unlock(&P.sw_lock);
 	return yes;
 }
