@@ -128,11 +128,13 @@ function renderExports(list) {
     const sw = document.createElement('td');
     const lab = document.createElement('label');
     lab.className = 'switch';
-    lab.title = x.presto_option ? 'acceleration (presto) on or off' : 'nopresto in the exports file';
+    lab.title = !x.presto_option ? 'nopresto in the exports file'
+      : x.no_xattrs ? 'file system without extended attributes: written through'
+      : 'acceleration (presto) on or off';
     const cb = document.createElement('input');
     cb.type = 'checkbox';
     cb.checked = x.presto;
-    cb.disabled = !x.presto_option || x.read_only;
+    cb.disabled = !x.presto_option || x.read_only || x.no_xattrs === true;
     cb.dataset.testid = 'presto-switch';
     cb.setAttribute('aria-label', 'acceleration for ' + x.path);
     cb.addEventListener('change', () => setPresto(x.path, cb));

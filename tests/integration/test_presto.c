@@ -1080,8 +1080,21 @@ static void test_export_without_xattrs_writes_through(void **state)
 		fail_msg("presto-nfsd did not say that presto is off for an export without "
 			 "extended attributes");
 	control("{\"cmd\":\"exports\"}\n", buf, sizeof(buf));
-	if (!strstr(buf, "\"presto\":false"))
-		fail_msg("the export without extended attributes is listed with presto on: %s", buf);
+	if (!strstr(buf, "\"presto\":false") || !strstr(buf, "\"no_xattrs\":true"))
+		fail_msg("the export without extended attributes is listed with presto on, or "
+			 "without the reason: %s", buf);
+	/* and the operator's command says why */
+	const char *bin = getenv("PRESTO_BIN");
+	char cmd[800], out[4096];
+	snprintf(cmd, sizeof(cmd), "%s/presto -s %s/state/control.sock", bin && *bin ? bin : "bin",
+		 srv.dir);
+	FILE *pp = popen(cmd, "r");
+	assert_non_null(pp);
+	size_t got = fread(out, 1, sizeof(out) - 1, pp);
+	out[got] = '\0';
+	pclose(pp);
+	if (!strstr(out, "off (file system without extended attributes)"))
+		fail_msg("presto does not say why the export is off:\n%s", out);
 	uint64_t a0 = log_appends();
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
