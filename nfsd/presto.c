@@ -119,6 +119,8 @@ static struct {
 	bool trust_file_stamps;		/* the page cache survived (same boot) */
 	uint32_t stamp_epoch;		/* the epoch this run's stamps carry (set at
 					   start, before any call is served) */
+	uint32_t open_epoch;		/* this open's epoch and the log's last LSN */
+	uint64_t open_head_lsn;		/* at open: no stamp can be past them (replay) */
 	bool fast_persist;		/* persists are CPU work (pmem), no I/O */
 	unsigned syncing;		/* atomic: syncfs calls in progress */
 	uint64_t claimed;		/* atomic: log bytes claimed by calls between
@@ -250,8 +252,15 @@ static void stamp_set(int dirfd, bool o_path, uint32_t epoch, uint64_t lsn)
 	}
 }
 
+/* How far past the log's last LSN a stamp may legitimately be: records
+ * appended and stamped but never durable (torn by the crash) are at most
+ * one per appending thread; far more is slack. */
+#define STAMP_LSN_SLACK (1u << 20)
+
 /* stamp_covers -- whether dirfd's stamp proves it reflects record (epoch,
- * lsn). */
+ * lsn). A stamp is input too: one no run could have written (an epoch from
+ * this open on, an LSN far past the log's last) is garbled, and is taken
+ * for no stamp rather than for one that covers every record. */
 static bool stamp_covers(int dirfd, uint32_t epoch, uint64_t lsn)
 {
 	struct stamp st;
@@ -261,7 +270,19 @@ static bool stamp_covers(int dirfd, uint32_t epoch, uint64_t lsn)
 	ssize_t n = getxattr(p, STAMP_XATTR, &st, sizeof(st));
 	if ((n != (ssize_t)sizeof(st) && n != STAMP_V1_SIZE) || memcmp(st.uuid, P.uuid, 16) != 0)
 		return false;
-	if (n == STAMP_V1_SIZE || st.epoch == epoch)
+	bool v1 = n == STAMP_V1_SIZE;
+	if ((!v1 && st.epoch >= P.open_epoch) ||
+	    ((v1 || st.epoch == epoch) && st.lsn > P.open_head_lsn + STAMP_LSN_SLACK)) {
+		static long tok;
+		if (log_ratelimited(&tok))
+			log_warnx("%s: a stamp no run could have written (epoch %u, LSN %llu; this "
+				  "open's epoch is %u, the log's last LSN %llu): ignored",
+				  STAMP_XATTR, v1 ? 0 : st.epoch,
+				  (unsigned long long)st.lsn, P.open_epoch,
+				  (unsigned long long)P.open_head_lsn);
+		return false;
+	}
+	if (v1 || st.epoch == epoch)
 		return st.lsn >= lsn;
 	return st.epoch > epoch;
 }
@@ -2027,6 +2048,8 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 		log_warn("%s/replay-pending", P.conf.state_dir);
 	}
 
+	P.open_epoch = (uint32_t)info.epoch;
+	P.open_head_lsn = info.head_lsn;
 	if (info.head_lsn >= info.tail_lsn) {
 		struct replay_ctx rctx = { .xt = xt };
 		struct nvlog_scan_report rep;

@@ -537,6 +537,57 @@ static void test_stamp_of_earlier_run_covers_nothing_later(void **state)
 			 "was taken to cover a record of a later one");
 }
 
+/* a garbled stamp on the root: an epoch no run has had yet (garble_lsn
+ * false), or this run's epoch with an LSN far past the log's last; and the
+ * CREATE of e1 lost */
+static bool garble_lsn;
+
+static void garbled_stamp(struct it_server *s)
+{
+	struct {
+		uint8_t uuid[16];
+		uint64_t lsn;
+		uint32_t epoch;
+		uint32_t zero;
+	} st;
+	assert_int_equal(getxattr(it_path(s, "."), "trusted.presto.lsn", &st, sizeof(st)),
+			 sizeof(st));
+	if (garble_lsn)
+		st.lsn |= 1ull << 40;
+	else
+		st.epoch |= 0x80000000u;
+	assert_int_equal(setxattr(it_path(s, "."), "trusted.presto.lsn", &st, sizeof(st), 0), 0);
+	assert_int_equal(unlink(it_path(s, "e1")), 0);
+}
+
+static void test_garbled_stamp_covers_nothing(void **state)
+{
+	/* a stamp is read from the filesystem: one with a flipped high bit
+	 * would cover every record and make the replay skip them; it is
+	 * ignored instead, so the lost CREATE is replayed */
+	struct rpc_context *rpc;
+	struct it_fh root;
+	struct stat st;
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	for (int lsn = 0; lsn < 2; lsn++) {
+		rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+		assert_non_null(rpc);
+		assert_int_equal(it_create(rpc, &root, "e1", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+		it_rpc_close(rpc);
+		garble_lsn = lsn;
+		assert_int_equal(it_server_restart_after(&srv, SIGKILL, garbled_stamp), 0);
+		if (stat(it_path(&srv, "e1"), &st) != 0)
+			fail_msg("e1 not re-created: a garbled stamp (%s) was taken to cover it",
+				 lsn ? "LSN" : "epoch");
+		if (!log_says(&srv, "a stamp no run could have written"))
+			fail_msg("presto-nfsd did not say it ignored a garbled stamp");
+		assert_int_equal(unlink(it_path(&srv, "e1")), 0);
+	}
+}
+
 /* a replay that began after a reboot and did not finish: its mark says it
  * trusted no file stamp; the data of "t" is lost behind the server's back
  * but the stamp of its later SETATTR, which covers its WRITE, is there */
@@ -1468,6 +1519,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_reload_keeps_marks, test_teardown),
 		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
 		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
+		cmocka_unit_test_teardown(test_garbled_stamp_covers_nothing, test_teardown),
 		cmocka_unit_test_teardown(test_retry_of_replay_after_reboot_trusts_no_file_stamp,
 					  test_teardown),
 		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
