@@ -332,11 +332,11 @@ static void show_status(json_t *st)
 		bool acc = json_is_true(json_object_get(e, "presto"));
 		bool opt = json_is_true(json_object_get(e, "presto_option"));
 		bool ro = json_is_true(json_object_get(e, "read_only"));
-		bool noxa = json_is_true(json_object_get(e, "no_xattrs"));
+		bool nomark = json_is_true(json_object_get(e, "no_mark"));
 
 		printf("  %-*s  %s%s\n", (int)width, str(e, "path"), acc ? "on" : "off",
 		       ro ? " (read-only)" : !acc && !opt ? " (nopresto in the exports file)" :
-		       !acc && noxa ? " (file system without extended attributes)" : "");
+		       !acc && nomark ? " (its root refuses the log's extended attribute)" : "");
 	}
 }
 

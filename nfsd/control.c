@@ -183,7 +183,7 @@ static json_t *export_json(const struct xexport *xe, bool clients)
 	set_u64(o, "id", xe->e->id);
 	json_object_set_new(o, "presto", json_boolean(presto_enabled(xe, opt)));
 	json_object_set_new(o, "presto_option", json_boolean(opt));
-	json_object_set_new(o, "no_xattrs", json_boolean(presto_unmarked(xe->e->id)));
+	json_object_set_new(o, "no_mark", json_boolean(presto_unmarked(xe->e->id)));
 	json_object_set_new(o, "read_only", json_boolean(!export_writable(xe)));
 	if (clients) {
 		json_t *a = json_array();

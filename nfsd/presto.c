@@ -254,7 +254,7 @@ static void stamp_set(int dirfd, bool o_path, uint32_t epoch, uint64_t lsn)
 
 /* How far past the log's last LSN a stamp may legitimately be: records
  * appended and stamped but never durable (torn by the crash) are at most
- * one per appending thread; far more is slack. */
+ * the calls in flight; far more is slack. */
 #define STAMP_LSN_SLACK (1u << 20)
 
 /* stamp_covers -- whether dirfd's stamp proves it reflects record (epoch,

@@ -129,12 +129,12 @@ function renderExports(list) {
     const lab = document.createElement('label');
     lab.className = 'switch';
     lab.title = !x.presto_option ? 'nopresto in the exports file'
-      : x.no_xattrs ? 'file system without extended attributes: written through'
+      : x.no_mark ? "its root refuses the log's extended attribute: written through"
       : 'acceleration (presto) on or off';
     const cb = document.createElement('input');
     cb.type = 'checkbox';
     cb.checked = x.presto;
-    cb.disabled = !x.presto_option || x.read_only || x.no_xattrs === true;
+    cb.disabled = !x.presto_option || x.read_only || x.no_mark === true;
     cb.dataset.testid = 'presto-switch';
     cb.setAttribute('aria-label', 'acceleration for ' + x.path);
     cb.addEventListener('change', () => setPresto(x.path, cb));
