@@ -499,40 +499,62 @@ static void test_unfinished_replay_resumes(void **state)
 	expect_kept("resume", "the restart did not replay");
 }
 
+/* the export root's applied stamp (trusted.presto.lsn, nfsd/presto.c) */
+struct test_stamp {
+	uint8_t uuid[16];
+	uint64_t lsn;
+	uint32_t epoch;
+	uint32_t zero;
+};
+
+static void root_stamp(struct it_server *s, struct test_stamp *st)
+{
+	assert_int_equal(getxattr(it_path(s, "."), "trusted.presto.lsn", st, sizeof(*st)),
+			 sizeof(*st));
+}
+
+/* set_root_stamp_losing_e1 -- st on the root, and the CREATE of e1 lost */
+static void set_root_stamp_losing_e1(struct it_server *s, const struct test_stamp *st)
+{
+	assert_int_equal(setxattr(it_path(s, "."), "trusted.presto.lsn", st, sizeof(*st), 0), 0);
+	assert_int_equal(unlink(it_path(s, "e1")), 0);
+}
+
 /* a stamp left by a record that never became durable: its LSN may be
  * reused by the next run, so it carries the epoch of its run */
 static void stamp_from_lost_run(struct it_server *s)
 {
-	struct {
-		uint8_t uuid[16];
-		uint64_t lsn;
-		uint32_t epoch;
-		uint32_t zero;
-	} st;
-	assert_int_equal(getxattr(it_path(s, "."), "trusted.presto.lsn", &st, sizeof(st)),
-			 sizeof(st));
+	struct test_stamp st;
+
+	root_stamp(s, &st);
 	assert_true(st.epoch >= 1);
 	st.lsn += 1000000;	/* covers every LSN of the log, by number */
 	st.epoch -= 1;		/* but was written by the run before */
-	assert_int_equal(setxattr(it_path(s, "."), "trusted.presto.lsn", &st, sizeof(st), 0), 0);
-	assert_int_equal(unlink(it_path(s, "e1")), 0);	/* the CREATE lost */
+	set_root_stamp_losing_e1(s, &st);
 }
 
-static void test_stamp_of_earlier_run_covers_nothing_later(void **state)
+/* e1_replayed -- CREATE e1, kill the server, change the tree with between,
+ * start again (a replay); whether e1 is there then */
+static bool e1_replayed(void (*between)(struct it_server *s))
 {
 	struct rpc_context *rpc;
 	struct it_fh root;
 	struct stat st;
 
-	(void)state;
-	start_logged(EXPORT_RW, replay_always_no_destage);
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 	assert_non_null(rpc);
 	assert_int_equal(it_create(rpc, &root, "e1", UNCHECKED, 0644, NULL, &r), NFS3_OK);
 	it_rpc_close(rpc);
-	assert_int_equal(it_server_restart_after(&srv, SIGKILL, stamp_from_lost_run), 0);
-	if (stat(it_path(&srv, "e1"), &st) != 0)
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, between), 0);
+	return stat(it_path(&srv, "e1"), &st) == 0;
+}
+
+static void test_stamp_of_earlier_run_covers_nothing_later(void **state)
+{
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	if (!e1_replayed(stamp_from_lost_run))
 		fail_msg("e1 not re-created: the stamp of an earlier run, with a larger LSN, "
 			 "was taken to cover a record of a later one");
 }
@@ -544,20 +566,14 @@ static bool garble_lsn;
 
 static void garbled_stamp(struct it_server *s)
 {
-	struct {
-		uint8_t uuid[16];
-		uint64_t lsn;
-		uint32_t epoch;
-		uint32_t zero;
-	} st;
-	assert_int_equal(getxattr(it_path(s, "."), "trusted.presto.lsn", &st, sizeof(st)),
-			 sizeof(st));
+	struct test_stamp st;
+
+	root_stamp(s, &st);
 	if (garble_lsn)
 		st.lsn |= 1ull << 40;
 	else
 		st.epoch |= 0x80000000u;
-	assert_int_equal(setxattr(it_path(s, "."), "trusted.presto.lsn", &st, sizeof(st), 0), 0);
-	assert_int_equal(unlink(it_path(s, "e1")), 0);
+	set_root_stamp_losing_e1(s, &st);
 }
 
 static void test_garbled_stamp_covers_nothing(void **state)
@@ -565,21 +581,11 @@ static void test_garbled_stamp_covers_nothing(void **state)
 	/* a stamp is read from the filesystem: one with a flipped high bit
 	 * would cover every record and make the replay skip them; it is
 	 * ignored instead, so the lost CREATE is replayed */
-	struct rpc_context *rpc;
-	struct it_fh root;
-	struct stat st;
-
 	(void)state;
 	start_logged(EXPORT_RW, replay_always_no_destage);
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	for (int lsn = 0; lsn < 2; lsn++) {
-		rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-		assert_non_null(rpc);
-		assert_int_equal(it_create(rpc, &root, "e1", UNCHECKED, 0644, NULL, &r), NFS3_OK);
-		it_rpc_close(rpc);
 		garble_lsn = lsn;
-		assert_int_equal(it_server_restart_after(&srv, SIGKILL, garbled_stamp), 0);
-		if (stat(it_path(&srv, "e1"), &st) != 0)
+		if (!e1_replayed(garbled_stamp))
 			fail_msg("e1 not re-created: a garbled stamp (%s) was taken to cover it",
 				 lsn ? "LSN" : "epoch");
 		if (!log_says(&srv, "a stamp no run could have written"))
