@@ -40,7 +40,8 @@ struct nvlog;
  * tables (pmem: copy = pmem_memcpy with non-temporal stores and no drain,
  * drain = pmem_drain, persist = nothing; msync: copy = memcpy, drain =
  * nothing, persist = pmem_msync) and picks one from pmem_is_pmem() at open.
- * Tests pass their own to simulate power loss. persist() returns 0 or -errno; a failure is never ignored.
+ * Tests pass their own to simulate power loss. persist() returns 0 or
+ * -errno; a failure is never ignored.
  */
 struct nvlog_persist_ops {
 	const char *name;

@@ -166,14 +166,6 @@ static bool export_presto_opt(const struct xexport *xe)
 	return false;
 }
 
-static bool export_writable(const struct xexport *xe)
-{
-	for (size_t i = 0; i < xe->e->nclients; i++)
-		if (xe->e->clients[i].opts.rw)
-			return true;
-	return false;
-}
-
 static json_t *export_json(const struct xexport *xe, bool clients)
 {
 	json_t *o = json_object();
@@ -184,7 +176,7 @@ static json_t *export_json(const struct xexport *xe, bool clients)
 	json_object_set_new(o, "presto", json_boolean(presto_enabled(xe, opt)));
 	json_object_set_new(o, "presto_option", json_boolean(opt));
 	json_object_set_new(o, "no_mark", json_boolean(presto_unmarked(xe->e->id)));
-	json_object_set_new(o, "read_only", json_boolean(!export_writable(xe)));
+	json_object_set_new(o, "read_only", json_boolean(!xexport_writable(xe)));
 	if (clients) {
 		json_t *a = json_array();
 
@@ -439,7 +431,7 @@ static int set_presto(json_t *req, json_t *rep, char *err, size_t errlen, bool o
 			}
 			if (on && !export_presto_opt(xe)) {
 				snprintf(err, errlen, "export %s has %s in the exports file", xe->e->path,
-					 export_writable(xe) ? "nopresto" : "no read-write client");
+					 xexport_writable(xe) ? "nopresto" : "no read-write client");
 				rc = -EPERM;
 				goto out;
 			}

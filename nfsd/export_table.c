@@ -153,3 +153,11 @@ const struct xexport *xtab_by_path(const struct xtab *x, const char *path)
 
 	return e ? xtab_by_id(x, e->id) : NULL;
 }
+
+bool xexport_writable(const struct xexport *xe)
+{
+	for (size_t i = 0; i < xe->e->nclients; i++)
+		if (xe->e->clients[i].opts.rw)
+			return true;
+	return false;
+}

@@ -10,6 +10,7 @@
 #ifndef PRESTO_EXPORT_TABLE_H
 #define PRESTO_EXPORT_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -45,5 +46,7 @@ struct xtab *xtab_get(void);
 void xtab_put(struct xtab *x);
 const struct xexport *xtab_by_id(const struct xtab *x, uint32_t id);
 const struct xexport *xtab_by_path(const struct xtab *x, const char *path);
+/* xexport_writable -- whether some client of xe may write (rw). */
+bool xexport_writable(const struct xexport *xe);
 
 #endif

@@ -369,8 +369,8 @@ int presto_redirect(uint32_t export_id, const struct fh_kernel *old_kh, struct f
 	return rc;
 }
 
-static int rd_add(uint32_t export_id, const struct fh_kernel *old_kh, const struct fh_kernel *new_kh,
-		  bool no_mac)
+static int rd_add(uint32_t export_id, const struct fh_kernel *old_kh,
+		  const struct fh_kernel *new_kh, bool no_mac)
 {
 	int rc = 0;
 
@@ -1421,14 +1421,6 @@ static bool export_mark_ok(const struct xexport *xe)
 	return ok;
 }
 
-static bool writable(const struct xexport *xe)
-{
-	for (size_t i = 0; i < xe->e->nclients; i++)
-		if (xe->e->clients[i].opts.rw)
-			return true;
-	return false;
-}
-
 /* unmarked_publish -- make ids (n of them, malloc'ed; taken) the exports
  * presto is off for because their root takes no mark */
 static void unmarked_publish(uint32_t *ids, size_t n)
@@ -1487,7 +1479,7 @@ int presto_marks_update(const struct xtab *xt, bool adopt)
 			 * stamps, so a replay could not tell what its records
 			 * did: presto stays off for the export */
 			unmarked[nu++] = xe->e->id;
-			if (writable(xe))
+			if (xexport_writable(xe))
 				log_warn("export %s: its root does not take the extended attribute "
 					 "%s, which the log's replay relies on: presto is off for "
 					 "it (written through, as with nopresto)",
