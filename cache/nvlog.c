@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
@@ -99,6 +100,7 @@ struct nvlog {
 	uint64_t durable_lsn; /* atomic: read without the lock */
 	int failed;           /* sticky -EIO after a failed persist */
 	bool read_only;
+	int lock_fd;          /* holds the file's flock while open */
 	struct nvlog_stats st;
 	struct nvlog_slot *ring;
 };
@@ -331,6 +333,27 @@ static int nvlog_count_cb(void *arg, const struct nvlog_walk_rec *r)
 	return 0;
 }
 
+/*
+ * nvlog_lock -- open path (creating it, empty, with O_EXCL when create) and
+ * take its exclusive flock without waiting: one process at a time opens or
+ * formats a log. The lock belongs to the returned descriptor (its open file
+ * description): mappings made through other descriptors do not hold it, and
+ * it goes with the last close or the process. -EBUSY when another holds it.
+ */
+static int nvlog_lock(const char *path, bool create, int *fdp)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		close(fd);
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	*fdp = fd;
+	return 0;
+}
+
 int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 {
 	unsigned flags = o ? o->flags : 0;
@@ -340,7 +363,29 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 	uint8_t *base;
 
 	size &= ~(size_t)4095;
-	base = pmem_map_file(path, 0, 0, 0, &mlen, &is_pmem);
+	bool created = false;
+	int lfd = -1;
+	rc = nvlog_lock(path, false, &lfd);
+	if (rc == -ENOENT) {
+		if (size < NVLOG_MIN_SIZE)
+			return -EINVAL;
+		rc = nvlog_lock(path, true, &lfd);	/* created empty, locked */
+		if (rc == -EEXIST)
+			rc = -EBUSY;			/* another one just created it */
+		if (rc < 0)
+			return rc;
+		created = true;
+		base = NULL;
+	} else if (rc < 0) {
+		return rc;
+	} else {
+		base = pmem_map_file(path, 0, 0, 0, &mlen, &is_pmem);
+		if (!base) {
+			rc = -errno;
+			close(lfd);
+			return rc;
+		}
+	}
 	if (base) {
 		struct nvlog_sb sb;
 		static const uint8_t zero[NVLOG_AREA_OFF];
@@ -348,6 +393,7 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 		if (!is_log && !(flags & NVLOG_O_FORCE) && mlen >= NVLOG_AREA_OFF &&
 		    memcmp(base, zero, NVLOG_AREA_OFF) != 0) {
 			pmem_unmap(base, mlen); /* not a log, and not blank: not ours to erase */
+			close(lfd);
 			return -EEXIST;
 		}
 		if (is_log && !(flags & NVLOG_O_FORCE)) {
@@ -357,6 +403,7 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 			nvlog_walk(&v, UINT64_MAX, nvlog_count_cb, &n, &w);
 			if (n > 0) {
 				pmem_unmap(base, mlen);
+				close(lfd);
 				return -EEXIST;
 			}
 		}
@@ -366,18 +413,23 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 			pmem_unmap(base, mlen);
 			base = NULL; /* a regular file: recreate at the new size below */
 		}
-	} else if (errno != ENOENT) {
-		return -errno;
 	}
 	if (size < NVLOG_MIN_SIZE) {
 		if (base)
 			pmem_unmap(base, mlen);
+		close(lfd);
 		return -EINVAL;
 	}
 	if (!base) {
+		/* the file locked above, set to its size (libpmem allocates it) */
 		base = pmem_map_file(path, size, PMEM_FILE_CREATE, 0600, &mlen, &is_pmem);
-		if (!base)
-			return -errno;
+		if (!base) {
+			rc = -errno;
+			if (created)
+				unlink(path);
+			close(lfd);
+			return rc;
+		}
 	}
 
 	if (ops && ops->mapped)
@@ -405,6 +457,7 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 		rc = pmem_msync(base, sizeof(sb)) ? -errno : 0;
 out:
 	pmem_unmap(base, mlen);
+	close(lfd);
 	return rc;
 }
 
@@ -418,14 +471,21 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	struct nvlog *log = NULL;
 
 	*out = NULL;
-	base = pmem_map_file(path, 0, 0, 0, &mlen, &is_pmem);
-	if (!base && errno == ENOENT && o && o->size) {
+	int lfd = -1;
+	rc = nvlog_lock(path, false, &lfd);
+	if (rc == -ENOENT && o && o->size) {
 		if ((rc = nvlog_format(path, o->size, o)))
 			return rc;
-		base = pmem_map_file(path, 0, 0, 0, &mlen, &is_pmem);
+		rc = nvlog_lock(path, false, &lfd);
 	}
-	if (!base)
-		return -errno;
+	if (rc < 0)
+		return rc;
+	base = pmem_map_file(path, 0, 0, 0, &mlen, &is_pmem);
+	if (!base) {
+		rc = -errno;
+		close(lfd);
+		return rc;
+	}
 
 	log = calloc(1, sizeof(*log));
 	if (!log) {
@@ -439,6 +499,7 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	}
 	log->base = base;
 	log->map_len = mlen;
+	log->lock_fd = lfd;
 	if ((rc = nvlog_sb_pick(base, mlen, &log->sb, &log->sb_slot)))
 		goto fail;
 	log->area = base + log->sb.area_off;
@@ -534,6 +595,7 @@ fail:
 		free(log);
 	}
 	pmem_unmap(base, mlen);
+	close(lfd);
 	return rc;
 }
 
@@ -554,6 +616,7 @@ void nvlog_close(struct nvlog *log, bool clean)
 		pthread_mutex_unlock(&log->sb_lock);
 	}
 	pmem_unmap(log->base, log->map_len);
+	close(log->lock_fd);	/* after the unmap: the next opener finds it all written */
 	pthread_cond_destroy(&log->cond_durable);
 	pthread_cond_destroy(&log->cond_space);
 	pthread_mutex_destroy(&log->lock);

@@ -15,6 +15,8 @@
  *   -EUCLEAN   the file is not a presto log (no valid superblock slot)
  *   -EEXIST    nvlog_format() without NVLOG_O_FORCE on a log with live
  *              records, or on a non-blank file that is not a log
+ *   -EBUSY     nvlog_open() or nvlog_format() of a log that another open
+ *              holds (its flock: a running server, even NVLOG_O_FORCE)
  *
  * Threads: nvlog_append*, nvlog_wait, nvlog_durable_lsn, nvlog_trim,
  * nvlog_info and nvlog_stats may be called from any number of threads at
@@ -142,8 +144,9 @@ struct nvlog_stats {
 /*
  * nvlog_format -- create or reformat the log at path with size bytes (0: the
  * size of an existing file or device). Refuses a log that has live records
- * unless o->flags has NVLOG_O_FORCE. o may be NULL.
- * Returns 0, -EEXIST, -EINVAL or -errno.
+ * unless o->flags has NVLOG_O_FORCE. o may be NULL. Never a log that is
+ * open (-EBUSY): format and open take the file's exclusive flock.
+ * Returns 0, -EEXIST, -EBUSY, -EINVAL or -errno.
  */
 int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o);
 
@@ -151,7 +154,9 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o);
  * nvlog_open -- map the log, pre-fault it, run the recovery scan to find the
  * head, and bump the boot epoch durably (recording this boot's id). If the
  * file does not exist and o->size is set, formats it first. A log found
- * CORRUPT opens read-only. Returns 0 and *out, or -errno.
+ * CORRUPT opens read-only. Holds the file's exclusive flock until
+ * nvlog_close: a second open, in this process or another, gets -EBUSY.
+ * Returns 0 and *out, or -errno.
  */
 int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out);
 

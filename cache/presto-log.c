@@ -86,6 +86,11 @@ static int cmd_format(int argc, char **argv)
 		fprintf(stderr, "presto-log: %s holds live records; --force to reformat it anyway\n", path);
 		return 1;
 	}
+	if (rc == -EBUSY) {
+		fprintf(stderr, "presto-log: %s is open in another process (a running presto-nfsd?): "
+			"not formatted, even with --force\n", path);
+		return 1;
+	}
 	if (rc) {
 		fprintf(stderr, "presto-log: format %s: %s\n", path, strerror(-rc));
 		return 1;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -108,6 +109,47 @@ static int on_signal(int signo)
 	}
 	log_info("signal %d: stopping", signo);
 	return 1;
+}
+
+/* state_lock -- one server per state directory: take STATE_DIR/lock's
+ * flock for the life of the process (the descriptor is never closed; it
+ * survives daemon()'s fork) and write our pid in it. A second server is
+ * refused here, before it opens the NVRAM log or touches any state file.
+ * Returns the descriptor, or -1 after a message. */
+static int state_lock(const char *dir)
+{
+	char path[4200], pid[32] = "?";
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		log_warn("%s", path);
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno == EWOULDBLOCK) {
+			ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+			pid[n > 0 ? n : 0] = '\0';
+			pid[strcspn(pid, "\n")] = '\0';
+			log_warnx("state directory %s is in use by another presto-nfsd (pid %s): "
+				  "refusing to start", dir, pid[0] ? pid : "?");
+		} else {
+			log_warn("lock %s", path);
+		}
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void state_lock_pid(int fd)
+{
+	char pid[32];
+	int n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		log_warn("writing the pid in the state directory's lock");
 }
 
 static int write_ports(const char *dir, unsigned nfs, unsigned mnt)
@@ -258,6 +300,10 @@ int main(int argc, char **argv)
 		log_warn("state directory %s", conf.state_dir);
 		return 1;
 	}
+	int lock_fd = state_lock(conf.state_dir);
+	if (lock_fd < 0)
+		return 1;
+	state_lock_pid(lock_fd);
 	if ((rc = fh_init(conf.state_dir)) < 0) {
 		errno = -rc;
 		log_warn("file handle key in %s", conf.state_dir);
@@ -299,9 +345,12 @@ int main(int argc, char **argv)
 		.full_wait_ms = conf.full_wait_ms,
 		.state_dir = conf.state_dir,
 	};
-	if (!conf.foreground && daemon(1, 1) < 0) {
-		log_warn("daemon");
-		return 1;
+	if (!conf.foreground) {
+		if (daemon(1, 1) < 0) {
+			log_warn("daemon");
+			return 1;
+		}
+		state_lock_pid(lock_fd);	/* the child's */
 	}
 	/* Signals go to the event loop's signalfd only: block them before the
 	 * first thread (the destager) starts, so that every thread inherits

@@ -2009,6 +2009,12 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 	o.size = pc->nvram_size;
 	o.full_wait_ms = P.conf.full_wait_ms;
 	rc = nvlog_open(pc->nvram, &o, &P.log);
+	if (rc == -EBUSY) {
+		log_warnx("NVRAM log %s is in use by another process (another presto-nfsd, or "
+			  "presto-log format): refusing to start", pc->nvram);
+		P.state = "ERROR";
+		return rc;
+	}
 	if (rc < 0) {
 		errno = -rc;
 		log_warn("NVRAM log %s", pc->nvram);

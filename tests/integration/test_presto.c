@@ -31,10 +31,12 @@
 #include <sys/statfs.h>
 #include <sys/xattr.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cache/nvlog.h"
+#include "cache/nvlog_format.h"
 #include "tests/integration/harness.h"
 
 #define EXPORT_RW "127.0.0.1(rw,insecure,no_root_squash)"
@@ -438,6 +440,62 @@ static void test_replay_refuses_other_filesystem(void **state)
 	assert_int_equal(len, 0);	/* discarded, as asked */
 	free(p);
 	assert_false(state_has(&srv, "replay-pending"));
+}
+
+/* second_server -- run another presto-nfsd on srv's log and exports with
+ * state directory STATE (under srv.dir); its exit status, its stderr in out */
+static int second_server(const char *state, char *out, size_t outlen)
+{
+	char cmd[2048], errf[256];
+	const char *bin = getenv("PRESTO_BIN");
+
+	snprintf(errf, sizeof(errf), "%s/second.err", srv.dir);
+	snprintf(cmd, sizeof(cmd),
+		 "PMEM_IS_PMEM_FORCE=1 timeout 10 '%s/presto-nfsd' --exports '%s' --state-dir '%s/%s' "
+		 "--bind 127.0.0.1 --nfs-port 0 --mount-port 0 --no-rpcbind --foreground "
+		 "--nvram '%s/nvram.log' --replay=always >/dev/null 2>'%s'",
+		 bin && *bin ? bin : "bin", srv.exports_file, srv.dir, state, srv.dir, errf);
+	int st = system(cmd);
+	size_t len;
+	char *p = it_read_file(errf, &len);
+	snprintf(out, outlen, "%s", p ? p : "");
+	free(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_second_server_is_refused(void **state)
+{
+	/* a second presto-nfsd on a running one's state directory or NVRAM
+	 * log is refused before it touches the log (a new boot epoch there
+	 * would make the running server's records fail the epoch rule), and
+	 * the running one's records still replay */
+	char err[4096], log_path[256];
+	uint8_t sb_before[NVLOG_AREA_OFF], sb_after[NVLOG_AREA_OFF];
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	write_kept("first", 71, -1);
+	snprintf(log_path, sizeof(log_path), "%s/nvram.log", srv.dir);
+	int fd = open(log_path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, sb_before, sizeof(sb_before), 0), sizeof(sb_before));
+
+	assert_int_equal(second_server("state", err, sizeof(err)), 1);
+	if (!strstr(err, "is in use by another presto-nfsd (pid "))
+		fail_msg("same state directory: %s", err);
+	assert_int_equal(second_server("state2", err, sizeof(err)), 1);
+	if (!strstr(err, "nvram.log is in use by another process"))
+		fail_msg("same log, another state directory: %s", err);
+	assert_int_equal(pread(fd, sb_after, sizeof(sb_after), 0), sizeof(sb_after));
+	close(fd);
+	assert_memory_equal(sb_before, sb_after, sizeof(sb_before));	/* untouched */
+
+	assert_true(it_server_alive(&srv));
+	write_kept("second", 72, -1);
+	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
+	expect_kept("second", "the records after the refused starts were not replayed");
+	it_fill(kept_data, sizeof(kept_data), 71);
+	expect_kept("first", "the records before the refused starts were not replayed");
 }
 
 static void other_mark(struct it_server *s)
@@ -1523,6 +1581,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_replay_restores_lost_writes, test_teardown),
 		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
 		cmocka_unit_test_teardown(test_reload_keeps_marks, test_teardown),
+		cmocka_unit_test_teardown(test_second_server_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
 		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
 		cmocka_unit_test_teardown(test_garbled_stamp_covers_nothing, test_teardown),

@@ -251,6 +251,53 @@ static void test_format_refuses_live(void **state)
 	assert_int_equal(nvlog_format(p, SMALL, &o), 0);
 }
 
+/* one opener at a time: a second open or a format (even forced, even from
+ * another process: presto-log) of an open log is refused and changes
+ * nothing; after the close the log opens again with its records */
+static void test_open_log_is_locked(void **state)
+{
+	(void)state;
+	char p[128], cmd[1024], tool[512];
+	tpath(p, sizeof(p), "locked");
+	struct nvlog *log = NULL, *two = NULL;
+	struct nvlog_opts o = { .size = SMALL };
+	assert_int_equal(nvlog_open(p, &o, &log), 0);
+	app(log, 1);
+	uint8_t sb_before[NVLOG_AREA_OFF], sb_after[NVLOG_AREA_OFF];
+	file_rw(p, 0, sb_before, sizeof(sb_before), false);
+	assert_int_equal(nvlog_open(p, &o, &two), -EBUSY);
+	assert_null(two);
+	struct nvlog_opts force = { .flags = NVLOG_O_FORCE };
+	assert_int_equal(nvlog_format(p, SMALL, &force), -EBUSY);
+	assert_int_equal(nvlog_format(p, 2 * SMALL, &force), -EBUSY);
+	const char *bin = getenv("PRESTO_BIN");
+	snprintf(tool, sizeof(tool), "%s/presto-log", bin ? bin : "bin");
+	if (access(tool, X_OK) == 0) {
+		snprintf(cmd, sizeof(cmd), "'%s' format --force '%s' 1M 2>/dev/null", tool, p);
+		assert_int_not_equal(system(cmd), 0);
+		snprintf(cmd, sizeof(cmd), "'%s' dump '%s' >/dev/null", tool, p);
+		assert_int_equal(system(cmd), 0);	/* reading needs no lock */
+	}
+	file_rw(p, 0, sb_after, sizeof(sb_after), false);
+	assert_memory_equal(sb_before, sb_after, sizeof(sb_before));
+	struct stat st;
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, SMALL);
+	app(log, 2);	/* the first opener is unharmed */
+	nvlog_close(log, true);
+	log = open_log(p);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_int_equal(in.open_scan.records, 2);
+	nvlog_close(log, true);
+	/* a log being created is locked too: a format that creates it
+	 * leaves no lock behind */
+	tpath(p, sizeof(p), "created");
+	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
+	log = open_log(p);
+	nvlog_close(log, true);
+}
+
 /* wrap-around across many laps, with pads and implicit wraps; reopen often */
 static void test_wrap_many_laps(void **state)
 {
@@ -1269,6 +1316,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_crc32c),
 		cmocka_unit_test(test_reopen_clean),
 		cmocka_unit_test(test_format_refuses_live),
+		cmocka_unit_test(test_open_log_is_locked),
 		cmocka_unit_test(test_wrap_many_laps),
 		cmocka_unit_test(test_torn_head),
 		cmocka_unit_test(test_damaged_pad),
