@@ -261,6 +261,55 @@ static bool is_export_root(const struct obj *o)
 	return o->st.st_dev == o->xe->dev && o->st.st_ino == o->xe->ino;
 }
 
+/* EXPORT_DEPTH_MAX -- no export is deeper than this below its filesystem's
+ * root: a longer walk up is taken for a loop and for outside */
+#define EXPORT_DEPTH_MAX 4096
+
+/* in_export -- whether the directory open as fd lies under export xe's
+ * root (or is it). A handle stays valid when its object moves, and a directory
+ * can move out of its export: renamed by a client from a nested export's
+ * subtree into the outer export's, or moved by a local process. Walking ".."
+ * from there must not reach the rest of the filesystem, so LOOKUP and
+ * READDIRPLUS check the ".." they opened before they give its handle. Call
+ * as root (the caller may lack search permission above); bounded. */
+static bool in_export(int fd, const struct xexport *xe)
+{
+	struct stat st;
+	int cur = fd;
+	bool inside = false;
+
+	if (fstat(fd, &st) < 0)
+		return false;
+
+	for (unsigned depth = 0; depth < EXPORT_DEPTH_MAX; depth++) {
+		if (st.st_dev != xe->dev)
+			break;
+		if (st.st_ino == xe->ino) {
+			inside = true;
+			break;
+		}
+		int up = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (cur != fd)
+			close(cur);
+		cur = up;
+		struct stat ust;
+		if (up < 0 || fstat(up, &ust) < 0)
+			break;
+		if (ust.st_dev == st.st_dev && ust.st_ino == st.st_ino)
+			break;	/* the filesystem's root: its ".." is itself */
+		st = ust;
+	}
+	if (cur >= 0 && cur != fd)
+		close(cur);
+	if (!inside) {
+		static long tok;
+		if (log_ratelimited(&tok))
+			log_warnx("a client asked for \"..\" of a directory that is no longer "
+				  "in export %s (moved out of it): refused", xe->e->path);
+	}
+	return inside;
+}
+
 /* set_fh -- copy fh into an XDR nfs_fh3 (freed by xdr_free). */
 static bool set_fh(nfs_fh3 *out, const struct fh *fh)
 {
@@ -588,6 +637,16 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 	if (fd < 0) {
 		res->status = vfs_nfserr(errno);
 		goto fail;
+	}
+	if (is_dotdot(name) && !is_export_root(&d)) {
+		vfs_become_root();
+		bool inside = in_export(fd, d.xe);
+		if ((res->status = become(c, &d)) != NFS3_OK)
+			goto fail;
+		if (!inside) {
+			res->status = NFS3ERR_ACCES;	/* d moved out of the export */
+			goto fail;
+		}
 	}
 	rc = handle_of(&d, fd, "", &fh, NULL);
 	if (rc == -EXDEV) {
@@ -1691,6 +1750,18 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 				unsigned stripe;
 				if (is_dot(en) || (is_dotdot(en) && is_export_root(d)))
 					en = "";	/* the directory itself */
+				bool outside = false;
+				if (is_dotdot(en)) {
+					/* as LOOKUP: nothing of a parent outside
+					 * the export (the walk runs as root) */
+					vfs_become_root();
+					int up = openat(efd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+					outside = up < 0 || !in_export(up, d->xe);
+					if (up >= 0)
+						close(up);
+					if ((st = become(c, d)) != NFS3_OK)
+						goto out;
+				}
 				/* an entry's handle: as LOOKUP (presto_dir_hold),
 				 * entry by entry, so that a long listing does not
 				 * hold the directory's changes */
@@ -1699,7 +1770,8 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 					st = call_defer(c);
 					goto out;
 				}
-				have_st = fstatat(efd, en, &est, AT_SYMLINK_NOFOLLOW | (en[0] ? 0 : AT_EMPTY_PATH)) == 0;
+				have_st = !outside &&
+					  fstatat(efd, en, &est, AT_SYMLINK_NOFOLLOW | (en[0] ? 0 : AT_EMPTY_PATH)) == 0;
 				have_fh = have_st && handle_of(d, efd, en, &efh, NULL) == 0;
 				if (presto)
 					presto_dir_release(stripe);

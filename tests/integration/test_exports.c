@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -489,6 +490,88 @@ static void test_two_exports(void **state)
 	it_rpc_close(rpc);
 }
 
+/* dotdot_refused -- LOOKUP ".." of dir is refused and READDIRPLUS of dir
+ * gives its ".." neither attributes nor a handle */
+static void dotdot_refused(struct rpc_context *rpc, const struct it_fh *dir, const char *why)
+{
+	int st = it_lookup(rpc, dir, "..", &r);
+	if (st == NFS3_OK)
+		fail_msg("%s: LOOKUP \"..\" gave a handle outside the export", why);
+	assert_int_equal(st, NFS3ERR_ACCES);
+	assert_int_equal(it_readdir_all(rpc, dir, 1, 8192, &r, NULL), NFS3_OK);
+	bool seen = false;
+	for (size_t i = 0; i < r.nents; i++) {
+		if (strcmp(r.ents[i].name, ".."))
+			continue;
+		seen = true;
+		if (r.ents[i].has_fh || r.ents[i].has_attr)
+			fail_msg("%s: READDIRPLUS gave \"..\" a handle or attributes", why);
+	}
+	assert_true(seen);
+}
+
+static void test_dotdot_of_a_directory_moved_out(void **state)
+{
+	/* a handle stays valid when its directory moves, also out of its
+	 * export: out of a nested export's subtree by a client's RENAME in
+	 * the outer export, or out of every export by a local mv. Its ".."
+	 * must not lead on to the rest of the filesystem (the state directory
+	 * with fh.key, /etc) */
+	const struct it_export ex[] = {
+		{ "export", "127.0.0.1(rw,insecure,no_root_squash)" },
+		{ "export/nested", "127.0.0.1(ro,insecure,all_squash)" },
+	};
+	struct rpc_context *m, *rpc;
+	struct it_fh oroot, nroot, onested, dd, odd;
+	char nested[256], path[512], out[512];
+	struct stat nst;
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	assert_int_equal(it_server_startv(&srv, ex, 2, 0), 0);
+	snprintf(nested, sizeof(nested), "%s/export/nested", srv.dir);
+	snprintf(path, sizeof(path), "%s/dd", nested);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(stat(nested, &nst), 0);
+	m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	assert_non_null(m);
+	assert_int_equal(it_mnt(m, srv.export, &oroot), MNT3_OK);
+	assert_int_equal(it_mnt(m, nested, &nroot), MNT3_OK);
+	it_rpc_close(m);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_lookup(rpc, &nroot, "dd", &r), NFS3_OK);
+	dd = r.fh;
+	/* inside, ".." works */
+	assert_int_equal(it_lookup(rpc, &dd, "..", &r), NFS3_OK);
+	assert_int_equal(r.attr.fileid, (uint64_t)nst.st_ino);
+
+	/* the outer export moves dd out of the nested one */
+	assert_int_equal(it_lookup(rpc, &oroot, "nested", &r), NFS3_OK);
+	onested = r.fh;
+	assert_int_equal(it_rename(rpc, &onested, "dd", &oroot, "dd_moved", &r), NFS3_OK);
+	dotdot_refused(rpc, &dd, "a directory moved out of a nested export");
+	/* the outer export still reaches it, and its ".." (the outer root) */
+	assert_int_equal(it_lookup(rpc, &oroot, "dd_moved", &r), NFS3_OK);
+	odd = r.fh;
+	assert_int_equal(it_lookup(rpc, &odd, "..", &r), NFS3_OK);
+
+	/* moved back: ".." works again */
+	assert_int_equal(it_rename(rpc, &oroot, "dd_moved", &onested, "dd", &r), NFS3_OK);
+	assert_int_equal(it_lookup(rpc, &dd, "..", &r), NFS3_OK);
+	assert_int_equal(r.attr.fileid, (uint64_t)nst.st_ino);
+
+	/* a local mv out of every export */
+	snprintf(out, sizeof(out), "%s/outside", srv.dir);
+	assert_int_equal(rename(path, out), 0);
+	dotdot_refused(rpc, &dd, "a directory moved out by a local mv");
+	dotdot_refused(rpc, &odd, "a directory moved out by a local mv (outer handle)");
+	assert_int_equal(rename(out, path), 0);
+	it_rpc_close(rpc);
+	assert_true(it_server_alive(&srv));
+}
+
 static void test_ipv6(void **state)
 {
 	/* listening on ::1 too: an IPv6 client in the list mounts and works,
@@ -575,6 +658,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_bad_exports_refused, test_teardown),
 		cmocka_unit_test_teardown(test_secure_port, test_teardown),
 		cmocka_unit_test_teardown(test_two_exports, test_teardown),
+		cmocka_unit_test_teardown(test_dotdot_of_a_directory_moved_out, test_teardown),
 		cmocka_unit_test_teardown(test_ipv6, test_teardown),
 		cmocka_unit_test_teardown(test_sighup_reload, test_teardown),
 	};
