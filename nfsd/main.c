@@ -91,7 +91,11 @@ static int reload_exports(char *err, size_t errlen)
 		log_warn("%s/export-marks", conf.state_dir);
 	}
 	size_t n = x->n;
+	struct xtab *old = xtab_get();
 	xtab_install(x);
+	/* the log may hold records of a dropped export: its filesystem
+	 * stays synced until they are covered */
+	presto_retire(old, x);
 	pthread_mutex_unlock(&reload_lock);
 	/* cached descriptors of exports that went away close as soon as no
 	 * call uses them */

@@ -716,28 +716,150 @@ void presto_write_verf(uint8_t out[8])
 
 /* ---- syncing the backing filesystems ---- */
 
-int presto_sync_all(void)
+/*
+ * Retired tables. A reload can drop an export, or find its path on another
+ * filesystem, while the log still holds records of it whose data is only in
+ * the page cache: the destager must go on syncing that filesystem until a
+ * sync covers every such record, or it would trim them unsynced. So the
+ * table a reload replaces is kept here (with its roots open) when one of
+ * its filesystems is not in the new table. A table no call uses any more
+ * (only our reference left: no call can take it again) cannot gain records;
+ * the first complete sync that starts after it was seen so covers all of
+ * them, and it is released then.
+ */
+static struct {
+	pthread_mutex_t lock;
+	struct xtab **v;
+	unsigned n, cap;
+} R = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static bool xtab_has_dev(const struct xtab *x, dev_t dev)
 {
-	struct xtab *x = xtab_get();
+	for (size_t i = 0; i < x->n; i++)
+		if (x->v[i].dev == dev)
+			return true;
+	return false;
+}
+
+void presto_retire(struct xtab *old, const struct xtab *cur)
+{
+	bool keep = false;
+
+	if (!old)
+		return;
+	for (size_t i = 0; P.log && cur && i < old->n && !keep; i++)
+		keep = !xtab_has_dev(cur, old->v[i].dev);
+	pthread_mutex_lock(&R.lock);
+	if (keep && R.n == R.cap) {
+		unsigned ncap = R.cap ? 2 * R.cap : 4;
+		struct xtab **nv = realloc(R.v, ncap * sizeof(*nv));
+		if (nv) {
+			R.v = nv;
+			R.cap = ncap;
+		}
+	}
+	if (keep && R.n < R.cap) {
+		R.v[R.n++] = old;
+		old = NULL;
+	}
+	pthread_mutex_unlock(&R.lock);
+	if (old && keep) {
+		/* no memory to keep it: sync its filesystems now, the best
+		 * that can be done for records of calls still running */
+		for (size_t i = 0; i < old->n; i++)
+			if (syncfs(old->v[i].root_fd) < 0)
+				log_warn("syncfs of dropped export %s", old->v[i].e->path);
+	}
+	if (old)
+		xtab_put(old);
+}
+
+/* sync_table -- syncfs each filesystem of x not in done[] (n of them so far,
+ * room for max); returns 0 or the last -errno */
+static int sync_table(const struct xtab *x, dev_t *done, size_t *n, size_t max, const char *what)
+{
 	int rc = 0;
 
-	if (!x)
-		return 0;
 	for (size_t i = 0; i < x->n; i++) {
 		bool seen = false;
-		for (size_t k = 0; k < i; k++)
-			if (x->v[k].dev == x->v[i].dev)
+		for (size_t k = 0; k < *n; k++)
+			if (done[k] == x->v[i].dev)
 				seen = true;
 		if (seen)
 			continue;
 		__atomic_add_fetch(&P.syncing, 1, __ATOMIC_RELAXED);
 		if (syncfs(x->v[i].root_fd) < 0) {
 			rc = -errno;
-			log_warn("syncfs of export %s", x->v[i].e->path);
+			log_warn("syncfs of %s %s", what, x->v[i].e->path);
+		} else if (*n < max) {
+			done[(*n)++] = x->v[i].dev;
 		}
 		__atomic_sub_fetch(&P.syncing, 1, __ATOMIC_RELAXED);
 	}
-	xtab_put(x);
+	return rc;
+}
+
+int presto_sync_all(void)
+{
+	struct xtab *x = xtab_get();
+	struct xtab **old = NULL;
+	bool *idle = NULL;
+	dev_t done[256];
+	size_t ndone = 0;
+	unsigned nold = 0;
+	int rc = 0;
+
+	/* the retired tables, and which of them no call uses (before the
+	 * syncs: their records are all applied by then) */
+	pthread_mutex_lock(&R.lock);
+	if (R.n) {
+		old = malloc(R.n * sizeof(*old));
+		idle = malloc(R.n * sizeof(*idle));
+		if (old && idle)
+			nold = R.n;
+		else
+			rc = -ENOMEM;	/* not a complete sync */
+	}
+	for (unsigned i = 0; i < nold; i++) {
+		old[i] = R.v[i];
+		__atomic_add_fetch(&old[i]->refs, 1, __ATOMIC_ACQ_REL);
+		idle[i] = __atomic_load_n(&old[i]->refs, __ATOMIC_ACQUIRE) == 2;
+	}
+	pthread_mutex_unlock(&R.lock);
+	if (x) {
+		int xrc = sync_table(x, done, &ndone, sizeof(done) / sizeof(done[0]), "export");
+		if (xrc < 0)
+			rc = xrc;
+	}
+	for (unsigned i = 0; i < nold; i++) {
+		int orc = sync_table(old[i], done, &ndone, sizeof(done) / sizeof(done[0]),
+				     "dropped export");
+		if (orc < 0) {
+			rc = orc;
+			idle[i] = false;	/* not covered: keep it */
+		}
+	}
+	/* release the idle ones that this sync covered */
+	pthread_mutex_lock(&R.lock);
+	for (unsigned i = 0; i < nold; i++) {
+		if (!idle[i])
+			continue;
+		for (unsigned k = 0; k < R.n; k++) {
+			if (R.v[k] != old[i])
+				continue;
+			memmove(&R.v[k], &R.v[k + 1], (R.n - k - 1) * sizeof(R.v[0]));
+			R.n--;
+			xtab_put(old[i]);	/* the list's reference */
+			break;
+		}
+	}
+	pthread_mutex_unlock(&R.lock);
+	for (unsigned i = 0; i < nold; i++)
+		xtab_put(old[i]);
+	free(old);
+	free(idle);
+	if (x)
+		xtab_put(x);
 	return rc;
 }
 
@@ -2159,6 +2281,13 @@ void presto_close(void)
 	nvlog_close(P.log, rc == 0 && empty);
 	P.log = NULL;
 	P.state = "DOWN";
+	pthread_mutex_lock(&R.lock);
+	for (unsigned i = 0; i < R.n; i++)
+		xtab_put(R.v[i]);
+	free(R.v);
+	R.v = NULL;
+	R.n = R.cap = 0;
+	pthread_mutex_unlock(&R.lock);
 	pthread_rwlock_wrlock(&P.rd_lock);
 	free(P.rd);
 	P.rd = NULL;

@@ -159,8 +159,15 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 /* presto_wait -- wait until t's record is durable. Returns 0 or -EIO. */
 int presto_wait(struct presto_txn *t);
 /* presto_sync_all -- syncfs every exported filesystem (the fallback when a
- * record cannot be logged). Returns 0 or -errno. */
+ * record cannot be logged), and those of the tables retired by
+ * presto_retire. Returns 0 or -errno. */
 int presto_sync_all(void);
+/* presto_retire -- a reload installed cur in place of old: takes the
+ * caller's reference to old, and keeps old until a complete sync covers its
+ * records when one of its filesystems is not in cur (a dropped export, a
+ * path now on another filesystem); else releases it. */
+struct xtab;
+void presto_retire(struct xtab *old, const struct xtab *cur);
 
 /* presto_syncing -- whether a syncfs of an exported filesystem is in
  * progress (a destage): changes to it may wait for the journal meanwhile. */

@@ -498,6 +498,82 @@ static void test_second_server_is_refused(void **state)
 	expect_kept("first", "the records before the refused starts were not replayed");
 }
 
+static void control(const char *req, char *buf, size_t cap);
+static char dropped_mnt[160];
+
+static int drop_teardown(void **state)
+{
+	if (dropped_mnt[0]) {
+		umount2(dropped_mnt, MNT_DETACH);
+		dropped_mnt[0] = '\0';
+	}
+	return test_teardown(state);
+}
+
+static void test_dropped_export_is_synced_before_trim(void **state)
+{
+	/* a reload drops an export whose records are still in the log, their
+	 * data only in the page cache: the destager must still sync its
+	 * filesystem before it trims them. The export is an ext4 image
+	 * mounted with a 60 s journal commit, so that nothing but a sync puts
+	 * the data in the image (read with debugfs) within the test */
+	const struct it_export both[] = {
+		{ "export", EXPORT_RW },
+		{ "b", EXPORT_RW },
+	};
+	char img[160], cmd[2048], buf[4096], sum[64], want[64];
+	struct it_fh broot;
+
+	(void)state;
+	start_logged(EXPORT_RW, NULL);
+	snprintf(img, sizeof(img), "%s/b.img", srv.dir);
+	snprintf(dropped_mnt, sizeof(dropped_mnt), "%s/b", srv.dir);
+	snprintf(cmd, sizeof(cmd), "truncate -s 32M '%s' && mkfs.ext4 -q -F '%s' >/dev/null 2>&1 && "
+		 "mkdir -p '%s' && mount -o loop,commit=60 '%s' '%s' && chmod 777 '%s'",
+		 img, img, dropped_mnt, img, dropped_mnt, dropped_mnt);
+	if (system(cmd) != 0) {
+		dropped_mnt[0] = '\0';
+		fail_msg("could not mount an ext4 image: %s", cmd);
+	}
+	assert_int_equal(it_server_reload(&srv, both, 2), 0);
+	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));	/* done when it answers */
+
+	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	assert_non_null(m);
+	assert_int_equal(it_mnt(m, dropped_mnt, &broot), MNT3_OK);
+	it_rpc_close(m);
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	it_fill(kept_data, sizeof(kept_data), 91);
+	assert_int_equal(it_create(rpc, &broot, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	struct it_fh f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 0, kept_data, sizeof(kept_data), FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(rpc);
+
+	/* drop b, then destage everything: the log is trimmed */
+	assert_int_equal(it_server_reload(&srv, both, 1), 0);
+	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));
+	control("{\"cmd\":\"flush\"}\n", buf, sizeof(buf));
+	if (!strstr(buf, "\"ok\":true"))
+		fail_msg("flush: %s", buf);
+
+	/* what the image holds, not the page cache */
+	snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /f' '%s' 2>/dev/null | md5sum | cut -c1-32", img);
+	FILE *pf = popen(cmd, "r");
+	assert_non_null(pf);
+	assert_non_null(fgets(sum, sizeof(sum), pf));
+	pclose(pf);
+	snprintf(cmd, sizeof(cmd), "%s/kept.ref", srv.dir);
+	assert_int_equal(it_write_file(cmd, kept_data, sizeof(kept_data), 0644), 0);
+	snprintf(buf, sizeof(buf), "md5sum < '%s' | cut -c1-32", cmd);
+	pf = popen(buf, "r");
+	assert_non_null(pf);
+	assert_non_null(fgets(want, sizeof(want), pf));
+	pclose(pf);
+	if (strcmp(sum, want) != 0)
+		fail_msg("the log was trimmed but the dropped export's data is not on its disk");
+}
+
 static void other_mark(struct it_server *s)
 {
 	uint8_t other[16];
@@ -1582,6 +1658,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
 		cmocka_unit_test_teardown(test_reload_keeps_marks, test_teardown),
 		cmocka_unit_test_teardown(test_second_server_is_refused, test_teardown),
+		cmocka_unit_test_teardown(test_dropped_export_is_synced_before_trim, drop_teardown),
 		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
 		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
 		cmocka_unit_test_teardown(test_garbled_stamp_covers_nothing, test_teardown),
