@@ -923,7 +923,7 @@ static void nfs3_write(struct call *c, void *a, void *r)
 	WRITE3resok *ok = &res->WRITE3res_u.resok;
 	ok->count = (count3)done;
 	ok->committed = committed;
-	presto_write_verf((uint8_t *)ok->verf);
+	presto_write_verf((uint8_t *)ok->verf, c->txn.active);
 	vfs_wcc(&ok->file_wcc, &before, fd, obj_fsid(&o));
 	goto out;
 fail:
@@ -1983,8 +1983,10 @@ static void nfs3_commit(struct call *c, void *a, void *r)
 		vfs_wcc(&res->COMMIT3res_u.resfail.file_wcc, &before, o.fd, obj_fsid(&o));
 		goto out;
 	}
-	if (presto_on(&o)) {
-		/* every acknowledged WRITE is in the NVRAM log already */
+	bool on = presto_on(&o);
+	if (on) {
+		/* every WRITE answered with this verifier is in the NVRAM
+		 * log already (presto_write_verf) */
 		presto_count_commit_avoided();
 	} else if (!o.opts->async && c->on_loop) {
 		call_defer(c);
@@ -1997,7 +1999,7 @@ static void nfs3_commit(struct call *c, void *a, void *r)
 		vfs_wcc(&res->COMMIT3res_u.resfail.file_wcc, &before, o.fd, obj_fsid(&o));
 		goto out;
 	}
-	presto_write_verf((uint8_t *)res->COMMIT3res_u.resok.verf);
+	presto_write_verf((uint8_t *)res->COMMIT3res_u.resok.verf, on);
 	vfs_wcc(&res->COMMIT3res_u.resok.file_wcc, &before, o.fd, obj_fsid(&o));
 out:
 	obj_put(&o);

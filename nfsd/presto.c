@@ -709,9 +709,11 @@ int presto_set_export(uint32_t export_id, bool on)
 	return rc;
 }
 
-void presto_write_verf(uint8_t out[8])
+void presto_write_verf(uint8_t out[8], bool logged)
 {
 	memcpy(out, P.verf, 8);
+	if (!logged)
+		out[7] ^= 0x80;	/* the epoch's top bit, never set by a count */
 }
 
 /* ---- syncing the backing filesystems ---- */

@@ -106,8 +106,12 @@ bool presto_unmarked(uint32_t export_id);
  * it off flushes the log first. Returns 0 or -errno. */
 int presto_set_export(uint32_t export_id, bool on);
 /* presto_write_verf -- the write verifier: the log's boot epoch (or a random
- * value per start without a log). */
-void presto_write_verf(uint8_t out[8]);
+ * value per start without a log), with its top bit flipped for a call that
+ * ran with presto off (logged: false). A WRITE answered UNSTABLE with presto
+ * off is in no log: a COMMIT that presto on answers without a sync (the
+ * export switched on since) must not match its verifier, so that the client
+ * sends the data again. Both come from the mode the call really ran in. */
+void presto_write_verf(uint8_t out[8], bool logged);
 
 /* presto_begin -- lock the stripes of the objects (dev, ino) and make sure
  * the log has room for about est_bytes. Returns 0, or -EAGAIN when the log

@@ -1307,6 +1307,50 @@ static void test_export_without_xattrs_writes_through(void **state)
 		fail_msg("enable of an export without extended attributes: %s", buf);
 }
 
+static void test_commit_after_switching_on(void **state)
+{
+	/* an UNSTABLE WRITE answered with presto off is in no log; after the
+	 * export is switched on, COMMIT answers without a sync, so its
+	 * verifier must differ and the client sends the data again */
+	struct rpc_context *rpc;
+	struct it_fh root, f;
+	char buf[4096], req[512], off_verf[8], on_verf[8];
+	COMMIT3args c;
+
+	(void)state;
+	start_logged(EXPORT_RW, NULL);
+	snprintf(req, sizeof(req), "{\"cmd\":\"disable\",\"exports\":[\"%s\"]}\n", srv.export);
+	control(req, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"ok\":true"));
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &root, "u", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	c = (COMMIT3args){ .file = it_fh3(&f) };
+	assert_int_equal(it_write(rpc, &f, 0, "unstable", 8, UNSTABLE, &r), NFS3_OK);
+	assert_int_equal(r.committed, UNSTABLE);
+	memcpy(off_verf, r.verf, 8);
+	assert_int_equal(it_nfs3(rpc, NFS3_COMMIT, &c, &r), NFS3_OK);	/* off: syncs */
+	assert_memory_equal(r.verf, off_verf, 8);
+	assert_int_equal(it_write(rpc, &f, 8, "again", 5, UNSTABLE, &r), NFS3_OK);
+	assert_memory_equal(r.verf, off_verf, 8);
+
+	snprintf(req, sizeof(req), "{\"cmd\":\"enable\",\"exports\":[\"%s\"]}\n", srv.export);
+	control(req, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"ok\":true"));
+	assert_int_equal(it_nfs3(rpc, NFS3_COMMIT, &c, &r), NFS3_OK);	/* on: no sync */
+	if (memcmp(r.verf, off_verf, 8) == 0)
+		fail_msg("COMMIT after the switch on matched the verifier of a WRITE it never synced");
+	/* on: WRITEs are FILE_SYNC, and COMMIT agrees with them */
+	assert_int_equal(it_write(rpc, &f, 8, "again", 5, UNSTABLE, &r), NFS3_OK);
+	assert_int_equal(r.committed, FILE_SYNC);
+	memcpy(on_verf, r.verf, 8);
+	assert_int_equal(it_nfs3(rpc, NFS3_COMMIT, &c, &r), NFS3_OK);
+	assert_memory_equal(r.verf, on_verf, 8);
+	it_rpc_close(rpc);
+}
+
 static void test_readdir_inline_small_dirs(void **state)
 {
 	/* a listing of a one-block directory runs on the event loop thread
@@ -1666,6 +1710,7 @@ int main(void)
 					  test_teardown),
 		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
+		cmocka_unit_test_teardown(test_commit_after_switching_on, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 		cmocka_unit_test_teardown(test_readdir_inline_small_dirs, test_teardown),
 		cmocka_unit_test_teardown(test_export_without_xattrs_writes_through, test_teardown),
