@@ -59,6 +59,11 @@ struct rpc_conn {
 	uint32_t events;		/* current epoll interest set */
 	unsigned inflight;
 	struct outbuf *out_head, *out_tail;
+	size_t out_bytes;		/* queued for output, not yet sent (atomic) */
+	/* input read but not consumed while out_bytes is over RPC_MAX_QUEUED
+	 * (loop thread; set and cleared under lock) */
+	uint8_t *held;
+	size_t held_len;
 	/* replies of calls run on the loop thread wait here until the end of
 	 * its batch (loop thread only: the flag and the list link) */
 	bool corked;
@@ -300,6 +305,7 @@ static void conn_put(struct rpc_conn *c)
 		free(o->data);
 		free(o);
 	}
+	free(c->held);
 	free(c->rec);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -313,7 +319,8 @@ static void conn_update_events(struct rpc_conn *c)
 
 	if (c->closed)
 		return;
-	if (!c->throttled && !c->close_after)
+	if (!c->throttled && !c->close_after && !c->held_len &&
+	    __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) < RPC_MAX_QUEUED)
 		want |= EPOLLIN;
 	if (c->out_head)
 		want |= EPOLLOUT;
@@ -384,6 +391,7 @@ static int conn_flush_locked(struct rpc_conn *c)
 			return -1;
 		}
 		size_t left = (size_t)n;
+		__atomic_sub_fetch(&c->out_bytes, (size_t)n, __ATOMIC_RELAXED);
 		while (c->out_head && left >= c->out_head->len - c->out_head->off) {
 			struct outbuf *o = c->out_head;
 			left -= o->len - o->off;
@@ -467,6 +475,7 @@ void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len)
 		goto out;
 	}
 	*o = (struct outbuf){ NULL, rec, len, off };
+	__atomic_add_fetch(&c->out_bytes, len - off, __ATOMIC_RELAXED);
 	if (c->out_tail)
 		c->out_tail->next = o;
 	else
@@ -582,8 +591,26 @@ static void conn_record(struct rpc_conn *c)
 		worker_enqueue(req);
 }
 
+/* conn_hold -- keep the n bytes of input at p for later: c's client has
+ * RPC_MAX_QUEUED bytes of replies waiting that it does not read. Its
+ * socket is not read meanwhile; conn_resume goes on once they drain. */
+static int conn_hold(struct rpc_conn *c, const uint8_t *p, size_t n)
+{
+	uint8_t *b = malloc(n);
+	if (!b)
+		return -1;
+	memcpy(b, p, n);
+	pthread_mutex_lock(&c->lock);
+	c->held = b;
+	c->held_len = n;
+	conn_update_events(c);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
 /* conn_input -- consume n bytes of the stream; returns -1 on a framing error
- * (the caller closes the connection). */
+ * (the caller closes the connection). Stops after a record while c's
+ * replies are over RPC_MAX_QUEUED, holding the rest (conn_hold). */
 static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 {
 	while (n > 0) {
@@ -624,6 +651,9 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 				if (c->rec_len == 0)
 					return -1;	/* an empty call is garbage */
 				conn_record(c);
+				if (n > 0 && __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >=
+						     RPC_MAX_QUEUED)
+					return conn_hold(c, p, n);
 			}
 		}
 	}
@@ -647,10 +677,11 @@ static void conn_readable(struct rpc_conn *c)
 						  a, RPC_MAX_RECORD);
 				goto close;
 			}
-			if ((size_t)n < sizeof(R.stage))
+			if ((size_t)n < sizeof(R.stage) || c->held_len)
 				return;
 			pthread_mutex_lock(&c->lock);
-			bool stop = c->throttled || c->closed;
+			bool stop = c->throttled || c->closed ||
+				    __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >= RPC_MAX_QUEUED;
 			pthread_mutex_unlock(&c->lock);
 			if (stop)
 				return;
@@ -667,6 +698,34 @@ close:
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* conn_resume_due -- after a flush (lock held): whether held input may go
+ * on now */
+static bool conn_resume_due(struct rpc_conn *c)
+{
+	return !c->closed && c->held_len &&
+	       __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) < RPC_MAX_QUEUED;
+}
+
+/* conn_resume -- consume the input held by conn_hold (loop thread, lock not
+ * held); it may be held again. */
+static void conn_resume(struct rpc_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	uint8_t *b = c->held;
+	size_t n = c->held_len;
+	c->held = NULL;
+	c->held_len = 0;
+	pthread_mutex_unlock(&c->lock);
+	int rc = conn_input(c, b, n);
+	free(b);
+	pthread_mutex_lock(&c->lock);
+	if (rc < 0)
+		conn_close_locked(c);
+	else if (!c->closed)
+		conn_update_events(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
 static void conn_writable(struct rpc_conn *c)
 {
 	pthread_mutex_lock(&c->lock);
@@ -674,7 +733,10 @@ static void conn_writable(struct rpc_conn *c)
 		conn_flush_locked(c);
 		conn_update_events(c);
 	}
+	bool resume = conn_resume_due(c);
 	pthread_mutex_unlock(&c->lock);
+	if (resume)
+		conn_resume(c);
 }
 
 /* rpc_uncork -- send the replies queued by calls run inline (loop thread). */
@@ -691,7 +753,10 @@ static void rpc_uncork(void)
 			if (!c->closed)
 				conn_update_events(c);
 		}
+		bool resume = conn_resume_due(c);
 		pthread_mutex_unlock(&c->lock);
+		if (resume)
+			conn_resume(c);
 		conn_put(c);
 	}
 }

@@ -26,6 +26,10 @@
 /* A connection with this many calls in flight is not read until it drains to
  * half of it: one client cannot queue unbounded work. */
 #define RPC_MAX_INFLIGHT 256
+/* A connection with this many reply bytes queued (its client does not read
+ * them) is not read until they drain below it: the replies of a client that
+ * never reads are bounded by this plus its calls in flight. */
+#define RPC_MAX_QUEUED (4u * 1024 * 1024)
 
 struct rpc_conn;
 

@@ -1151,6 +1151,23 @@ static void test_client_vanishes(void **state)
 	assert_alive();
 }
 
+/* rss_kib -- VmRSS of process pid */
+static long rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	assert_true(kib > 0);
+	return kib;
+}
+
 static void test_slow_reader(void **state)
 {
 	/* a client that queues 400 READs of 1 MiB and never reads a reply
@@ -1166,6 +1183,7 @@ static void test_slow_reader(void **state)
 	assert_int_equal(it_write_file(it_path(&srv, "slow"), data, sizeof(data), 0644), 0);
 	assert_int_equal(it_lookup(rpc, &root, "slow", &r), NFS3_OK);
 	f = r.fh;
+	long rss0 = it_is_ganesha() ? 0 : rss_kib(srv.pid);
 	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
 	assert_true(fd >= 0);
 	{
@@ -1184,6 +1202,18 @@ static void test_slow_reader(void **state)
 		if (it_send_record(fd, &call) < 0)
 			break;		/* the server stopped reading us: fine */
 	}
+	/* its replies wait in a bounded queue: the server stopped reading it
+	 * (the sends above timed out), and its memory did not grow by the
+	 * 400 MiB asked for (it grew by 200 MiB for 200 READs before) */
+	long grew = 0;
+	for (int i = 0; i < 20 && !it_is_ganesha(); i++) {
+		long rss = rss_kib(srv.pid);
+		grew = rss - rss0 > grew ? rss - rss0 : grew;
+		if (grew > 96 * 1024)
+			fail_msg("the server's RSS grew by %ld KiB for a client that reads no reply", grew);
+		usleep(100 * 1000);
+	}
+	print_message("the server's RSS grew by %ld KiB at most\n", grew);
 	/* meanwhile, everybody else is served promptly */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t0 = ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
