@@ -204,15 +204,19 @@ int main(int argc, char **argv)
 	int c, rc;
 
 	conf_defaults(&conf);
-	/* the config file first, so that flags override it wherever they are */
-	for (int i = 1; i < argc - 1; i++) {
-		if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--config")) {
-			if (conf_load(&conf, argv[i + 1], err, sizeof(err)) < 0) {
-				fprintf(stderr, "presto-nfsd: %s\n", err);
-				return 1;
-			}
+	/* the config file first, so that flags override it wherever they are:
+	 * a first pass of getopt for -c alone, in every spelling it takes
+	 * (-c F, -cF, --config F, --config=F, --conf F); the second pass
+	 * reports what is wrong with the rest */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "c:Fh", opts, NULL)) != -1) {
+		if (c == 'c' && conf_load(&conf, optarg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "presto-nfsd: %s\n", err);
+			return 1;
 		}
 	}
+	opterr = 1;
+	optind = 0;	/* glibc: start over */
 	while ((c = getopt_long(argc, argv, "c:Fh", opts, NULL)) != -1) {
 		const char *key = NULL, *val = optarg;
 		switch (c) {

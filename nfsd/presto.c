@@ -1621,9 +1621,13 @@ int presto_marks_update(const struct xtab *xt, bool adopt)
 	unmarked = NULL;
 	marks_path(path, sizeof(path), false);
 	marks_path(tmp, sizeof(tmp), true);
-	FILE *f = fopen(tmp, "we");
+	/* 0600 as every state file: the server runs with umask 0 */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
 		rc = -errno;
+		if (fd >= 0)
+			close(fd);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {

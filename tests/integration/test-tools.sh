@@ -205,5 +205,22 @@ else
 	else ok "unregistered from rpcbind at exit"; fi
 fi
 
+# ------------------------------------------------------------ -c spellings
+# every spelling getopt takes loads the file (a bad value refuses to start)
+if [ "$server" != ganesha ]; then
+	printf 'threads = notanumber\n' >"$dir/bad.conf"
+	for spelling in "-c $dir/bad.conf" "-c$dir/bad.conf" "--config $dir/bad.conf" \
+	    "--config=$dir/bad.conf" "--conf=$dir/bad.conf"; do
+		# shellcheck disable=SC2086 # the spelling is split on purpose
+		msg=$(timeout 10 "$PRESTO_BIN/presto-nfsd" $spelling --state-dir "$dir/state-c" \
+			--exports "$dir/exports" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
+			--no-rpcbind --foreground 2>&1 >/dev/null)
+		rc=$?
+		if [ $rc -eq 1 ] && echo "$msg" | grep -q "bad.conf"; then
+			ok "config file read with $spelling"
+		else ko "config file read with $spelling (status $rc: $msg)"; fi
+	done
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -461,6 +462,34 @@ static int second_server(const char *state, char *out, size_t outlen)
 	snprintf(out, outlen, "%s", p ? p : "");
 	free(p);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_state_files_are_private(void **state)
+{
+	/* the server runs with umask 0 (clients' modes are taken exactly): its
+	 * own files must say their modes. export-marks was 0666 */
+	char dir[256];
+	int n = 0;
+
+	(void)state;
+	start_logged(EXPORT_RW, NULL);
+	write_kept("private", 5, -1);
+	snprintf(dir, sizeof(dir), "%s/state", srv.dir);
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		struct stat st;
+		if (de->d_name[0] == '.')
+			continue;
+		assert_int_equal(fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW), 0);
+		unsigned allowed = strcmp(de->d_name, "ports") == 0 ? 0644 : 0600;
+		if ((st.st_mode & 0777 & ~allowed) != 0)
+			fail_msg("state file %s has mode %o", de->d_name, st.st_mode & 0777);
+		n++;
+	}
+	closedir(d);
+	assert_true(n >= 4);	/* fh.key, lock, export-marks, ports, control.sock */
 }
 
 static void test_second_server_is_refused(void **state)
@@ -1702,6 +1731,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
 		cmocka_unit_test_teardown(test_reload_keeps_marks, test_teardown),
 		cmocka_unit_test_teardown(test_second_server_is_refused, test_teardown),
+		cmocka_unit_test_teardown(test_state_files_are_private, test_teardown),
 		cmocka_unit_test_teardown(test_dropped_export_is_synced_before_trim, drop_teardown),
 		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
 		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
