@@ -532,6 +532,8 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 	wcc_data *wcc = &res->SETATTR3res_u.resfail.obj_wcc;
 	struct obj o = OBJ_INIT;
 	struct stat before;
+	unsigned stripe;
+	bool held = false;
 	int rc;
 
 	res->status = obj_get(c, &args->object, &o);
@@ -542,15 +544,28 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 		res->status = NFS3ERR_ROFS;
 		goto wcc;
 	}
-	if (args->guard.check &&
-	    (args->guard.sattrguard3_u.obj_ctime.seconds != (uint32)o.st.st_ctim.tv_sec ||
-	     args->guard.sattrguard3_u.obj_ctime.nseconds != (uint32)o.st.st_ctim.tv_nsec)) {
-		res->status = NFS3ERR_NOT_SYNC;
-		goto wcc;
-	}
 	const struct stat *sts[] = { &o.st };
 	if ((res->status = log_begin(c, &o, sts, 1, 512)) != NFS3_OK)
 		goto wcc;
+	if (!c->txn.active) {
+		/* presto off: no stripe was taken; SETATTRs of one object
+		 * still go one at a time, for the guard */
+		if (presto_dir_hold(o.st.st_dev, o.st.st_ino, c->on_loop, &stripe) < 0) {
+			res->status = call_defer(c);
+			goto wcc;
+		}
+		held = true;
+	}
+	/* the guard is checked and the change made under the object's stripe:
+	 * one step for every other SETATTR (RFC 1813, 3.3.2) */
+	if (fstat(o.fd, &before) < 0)
+		before = o.st;
+	if (args->guard.check &&
+	    (args->guard.sattrguard3_u.obj_ctime.seconds != (uint32)before.st_ctim.tv_sec ||
+	     args->guard.sattrguard3_u.obj_ctime.nseconds != (uint32)before.st_ctim.tv_nsec)) {
+		res->status = NFS3ERR_NOT_SYNC;
+		goto wcc;
+	}
 	if (args->new_attributes.size.set_it && S_ISREG(o.st.st_mode))
 		presto_prestamp(&c->txn, o.fd, true);
 	if ((res->status = become(c, &o)) != NFS3_OK)
@@ -576,6 +591,10 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 			c->txn.has_op = true;
 		}
 	}
+	if (held) {
+		presto_dir_release(stripe);	/* not across the fsync below */
+		held = false;
+	}
 	if (rc < 0) {
 		res->status = vfs_nfserr(rc);
 		goto wcc;
@@ -588,6 +607,8 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 wcc:
 	/* SETATTR3resok and SETATTR3resfail are both just obj_wcc */
 	vfs_wcc(wcc, &before, o.fd, obj_fsid(&o));
+	if (held)
+		presto_dir_release(stripe);
 out:
 	obj_put(&o);
 }

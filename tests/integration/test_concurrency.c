@@ -134,6 +134,48 @@ static void test_race_exclusive_create(void **state)
 	}
 }
 
+static void test_race_guarded_setattr(void **state)
+{
+	/* every client sends a SETATTR guarded by the same ctime at once: the
+	 * check and the change are one step (RFC 1813, 3.3.2), so exactly one
+	 * wins and the others get NFS3ERR_NOT_SYNC (two won, now and then,
+	 * while the guard was checked before the object was locked) */
+	static struct slot s[NCLIENTS];
+	struct it_fh f;
+
+	(void)state;
+	assert_int_equal(it_create(cl[0], &root, "guarded", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	for (int round = 0; round < 40; round++) {
+		assert_int_equal(it_getattr(cl[0], &f, &r), NFS3_OK);
+		nfstime3 ctime = r.attr.ctime;
+		for (int i = 0; i < NCLIENTS; i++) {
+			SETATTR3args a;
+
+			memset(&a, 0, sizeof(a));
+			a.object = it_fh3(&f);
+			a.new_attributes.mode.set_it = 1;
+			a.new_attributes.mode.set_mode3_u.mode = 0600 + (unsigned)i;
+			a.guard.check = 1;
+			a.guard.sattrguard3_u.obj_ctime = ctime;
+			s[i] = (struct slot){ 0, 0 };
+			assert_int_equal(rpc_nfs3_setattr_async(cl[i], slot_cb, &a, &s[i]), 0);
+			pending++;
+		}
+		run_all();
+		int ok = 0;
+		for (int i = 0; i < NCLIENTS; i++) {
+			if (s[i].status == NFS3_OK)
+				ok++;
+			else if (s[i].status != NFS3ERR_NOT_SYNC)
+				fail_msg("round %d client %d: status %d, want OK or NOT_SYNC", round, i,
+					 s[i].status);
+		}
+		if (ok != 1)
+			fail_msg("round %d: %d guarded SETATTRs won, want exactly 1", round, ok);
+	}
+}
+
 static void test_parallel_writes_one_file(void **state)
 {
 	/* every client writes its own interleaved 16 KiB stripes of one file */
@@ -335,6 +377,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_race_exclusive_create),
+		cmocka_unit_test(test_race_guarded_setattr),
 		cmocka_unit_test(test_parallel_writes_one_file),
 		cmocka_unit_test(test_namespace_storm),
 		cmocka_unit_test(test_readdir_while_changing),
