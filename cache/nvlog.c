@@ -50,6 +50,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -480,6 +481,11 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	}
 	if (rc < 0)
 		return rc;
+	struct stat lst;
+	if (fstat(lfd, &lst) == 0 && S_ISREG(lst.st_mode) && lst.st_size < (off_t)NVLOG_MIN_SIZE) {
+		close(lfd);	/* an empty or short file: not a log (nvlog_why_not) */
+		return -EUCLEAN;
+	}
 	base = pmem_map_file(path, 0, 0, 0, &mlen, &is_pmem);
 	if (!base) {
 		rc = -errno;
@@ -597,6 +603,50 @@ fail:
 	pmem_unmap(base, mlen);
 	close(lfd);
 	return rc;
+}
+
+void nvlog_why_not(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+
+	snprintf(buf, len, "?");
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(buf, len, "%s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	off_t size = S_ISREG(st.st_mode) ? st.st_size : lseek(fd, 0, SEEK_END);
+	if (size < (off_t)NVLOG_MIN_SIZE) {
+		snprintf(buf, len, "the file has %lld bytes, fewer than the smallest log (%llu)",
+			 (long long)size, (unsigned long long)NVLOG_MIN_SIZE);
+		close(fd);
+		return;
+	}
+	struct nvlog_sb sb[2];
+	if (pread(fd, &sb[0], sizeof(sb[0]), NVLOG_SB_SLOT_OFF0) != (ssize_t)sizeof(sb[0]) ||
+	    pread(fd, &sb[1], sizeof(sb[1]), NVLOG_SB_SLOT_OFF1) != (ssize_t)sizeof(sb[1])) {
+		snprintf(buf, len, "cannot read its superblocks: %s", strerror(errno));
+		close(fd);
+		return;
+	}
+	close(fd);
+	size_t k = 0;
+	for (int i = 0; i < 2 && k < len; i++) {
+		const char *why = nvlog_sb_why(&sb[i], (size_t)size);
+		int n;
+		if (why && sb[i].size > (uint64_t)size && nvlog_sb_crc(&sb[i]) == sb[i].crc)
+			n = snprintf(buf + k, len - k, "%sslot %d: it says %llu bytes, the file has %lld "
+				     "(truncated?)", i ? "; " : "", i,
+				     (unsigned long long)sb[i].size, (long long)size);
+		else
+			n = snprintf(buf + k, len - k, "%sslot %d: %s", i ? "; " : "", i,
+				     why ? why : "valid");
+		if (n < 0)
+			break;
+		k += (size_t)n;
+	}
 }
 
 void nvlog_close(struct nvlog *log, bool clean)

@@ -161,6 +161,12 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o);
 int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out);
 
 /*
+ * nvlog_why_not -- why nvlog_open found path not a log (-EUCLEAN), slot by
+ * slot, into buf: for the operator's message.
+ */
+void nvlog_why_not(const char *path, char *buf, size_t len);
+
+/*
  * nvlog_close -- make every appended record durable, then unmap. With clean,
  * the superblock records a clean shutdown: the caller's statement that it
  * stopped in good order (live records may remain; they are replayed or not

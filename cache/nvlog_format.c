@@ -8,6 +8,7 @@
 #include "cache/nvlog_format.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cache/crc32c.h"
@@ -21,24 +22,46 @@ uint32_t nvlog_sb_crc(const struct nvlog_sb *sb)
 }
 
 /*
+ * nvlog_sb_why -- which rule a superblock slot fails for a mapping of
+ * map_len bytes, or NULL when it is valid.
+ */
+const char *nvlog_sb_why(const struct nvlog_sb *sb, size_t map_len)
+{
+	static const uint8_t zero[sizeof(struct nvlog_sb)];
+
+	if (memcmp(sb, zero, sizeof(zero)) == 0)
+		return "blank (all zero)";
+	if (sb->magic != NVLOG_SB_MAGIC)
+		return "no superblock magic";
+	if (sb->version != NVLOG_VERSION && sb->version != NVLOG_VERSION_V1)
+		return "unknown version";
+	if (sb->crc != nvlog_sb_crc(sb))
+		return "checksum";
+	if (sb->size > map_len)
+		return "the superblock's size is larger than the file: truncated?";
+	if (sb->size < NVLOG_MIN_SIZE || sb->size % 4096 || sb->area_off != NVLOG_AREA_OFF ||
+	    sb->area_len != sb->size - sb->area_off)
+		return "size or area fields";
+	if (sb->tail_lsn == 0 || sb->tail_pos % nvlog_align(sb->version))
+		return "tail LSN or tail position";
+	/* positions, LSNs, epochs and the sequence grow by one per byte,
+	 * record or write: no run reaches the top of their range, and a
+	 * position near 2^64 would wrap the walk's bounds */
+	if (sb->tail_pos > UINT64_MAX / 4 || sb->tail_lsn > UINT64_MAX / 4 ||
+	    sb->seq > UINT64_MAX / 4 || sb->boot_epoch > UINT64_MAX / 4)
+		return "a counter out of range";
+	if (sb->version != NVLOG_VERSION_V1 && sb->tail_epoch > (uint32_t)sb->boot_epoch)
+		return "tail epoch after the boot epoch";
+	return NULL;
+}
+
+/*
  * nvlog_sb_check -- is this slot a valid superblock for a mapping of map_len
  * bytes? Returns 0 or -EUCLEAN.
  */
 int nvlog_sb_check(const struct nvlog_sb *sb, size_t map_len)
 {
-	if (sb->magic != NVLOG_SB_MAGIC ||
-	    (sb->version != NVLOG_VERSION && sb->version != NVLOG_VERSION_V1))
-		return -EUCLEAN;
-	if (sb->crc != nvlog_sb_crc(sb))
-		return -EUCLEAN;
-	if (sb->size < NVLOG_MIN_SIZE || sb->size % 4096 || sb->size > map_len ||
-	    sb->area_off != NVLOG_AREA_OFF || sb->area_len != sb->size - sb->area_off)
-		return -EUCLEAN;
-	if (sb->tail_lsn == 0 || sb->tail_pos % nvlog_align(sb->version))
-		return -EUCLEAN;
-	if (sb->version != NVLOG_VERSION_V1 && sb->tail_epoch > (uint32_t)sb->boot_epoch)
-		return -EUCLEAN;
-	return 0;
+	return nvlog_sb_why(sb, map_len) ? -EUCLEAN : 0;
 }
 
 /*

@@ -21,7 +21,9 @@
  *   version and CRC32C (field crc, over bytes [0, offsetof(crc)) of the slot,
  *   then in version 2 the 4 bytes of tail_epoch after it) check out, its
  *   sizes are consistent with the mapping, its tail_pos is a multiple of the
- *   version's record alignment and (version 2) tail_epoch <= boot_epoch. The valid slot
+ *   version's record alignment, (version 2) tail_epoch <= boot_epoch, and
+ *   tail_pos, tail_lsn, seq and boot_epoch are below 2^62 (no run counts that
+ *   far; a tail_pos near 2^64 would wrap the walk's bounds). The valid slot
  *   with the larger seq is current. An update writes the whole new content
  *   (seq + 1) into the other slot and persists it; the old slot stays intact,
  *   so a crash mid-update leaves either the old or the new content current,
@@ -247,6 +249,7 @@ struct nvlog_walk_end {
 
 uint32_t nvlog_sb_crc(const struct nvlog_sb *sb);
 int nvlog_sb_check(const struct nvlog_sb *sb, size_t map_len);
+const char *nvlog_sb_why(const struct nvlog_sb *sb, size_t map_len);
 int nvlog_sb_pick(const uint8_t *base, size_t map_len, struct nvlog_sb *out, int *slot);
 uint32_t nvlog_rec_crc(uint64_t salt, const struct nvlog_rec_hdr *h, const void *payload);
 int nvlog_walk(const struct nvlog_view *v, uint64_t max_lsn,

@@ -47,11 +47,15 @@ static int parse_size(const char *s, uint64_t *out)
 	unsigned long long v = strtoull(s, &end, 10);
 	if (errno || end == s)
 		return -EINVAL;
+	unsigned shift = 0;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
 	}
+	if (v > (SIZE_MAX >> shift))
+		return -EINVAL;		/* would wrap */
+	v <<= shift;
 	if (*end == 'i' || *end == 'B')
 		end++;
 	if (*end == 'B')
@@ -147,8 +151,25 @@ static int dump_rec(void *arg, const struct nvlog_walk_rec *r)
 	return 0;
 }
 
-static void dump_slot(const struct nvlog_sb *s, int i, bool valid, bool current, bool json)
+/* json_str -- s as a JSON string, quoted and escaped */
+static void json_str(const char *s)
 {
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+static void dump_slot(const struct nvlog_sb *s, int i, const char *why, bool current, bool json)
+{
+	bool valid = !why;
 	char u[37], bid[37];
 	fmt_uuid(s->uuid, u);
 	fmt_uuid(s->boot_id, bid);
@@ -165,8 +186,8 @@ static void dump_slot(const struct nvlog_sb *s, int i, bool valid, bool current,
 		    s->clean ? "true" : "false", s->format_time);
 		return;
 	}
-	printf("slot %d: %s%s seq %" PRIu64 "\n", i, valid ? "valid" : "INVALID",
-	    current ? " (current)" : "", s->seq);
+	printf("slot %d: %s%s%s%s%s seq %" PRIu64 "\n", i, valid ? "valid" : "INVALID",
+	    valid ? "" : " (", valid ? "" : why, valid ? "" : ")", current ? " (current)" : "", s->seq);
 	if (!valid)
 		return;
 	printf("  version %u (%" PRIu64 "-byte records)  size %" PRIu64 "  area %" PRIu64
@@ -199,12 +220,18 @@ static int cmd_dump(int argc, char **argv)
 	}
 	if (!path)
 		usage();
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not hang the open (it is refused below) */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "presto-log: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
 	struct stat st;
+	if (fstat(fd, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+		fprintf(stderr, "presto-log: %s: not a file or a device\n", path);
+		close(fd);
+		return 1;
+	}
 	off_t len = fstat(fd, &st) == 0 && st.st_size ? st.st_size : lseek(fd, 0, SEEK_END);
 	if (len < (off_t)NVLOG_MIN_SIZE) {
 		fprintf(stderr, "presto-log: %s: too small to be a log\n", path);
@@ -222,12 +249,15 @@ static int cmd_dump(int argc, char **argv)
 	memcpy(&s[1], base + NVLOG_SB_SLOT_OFF1, sizeof(s[1]));
 	int slot = -1;
 	int rc = nvlog_sb_pick(base, (size_t)len, &cur, &slot);
-	if (json)
-		printf("{\n  \"path\": \"%s\",\n  \"slots\": [\n", path);
+	if (json) {
+		printf("{\n  \"path\": ");
+		json_str(path);
+		printf(",\n  \"slots\": [\n");
+	}
 	else
 		printf("%s: %s\n", path, rc ? "NOT A PRESTO LOG (no valid superblock slot)" : "presto NVRAM log");
 	for (int i = 0; i < 2; i++) {
-		dump_slot(&s[i], i, nvlog_sb_check(&s[i], (size_t)len) == 0, i == slot, json);
+		dump_slot(&s[i], i, nvlog_sb_why(&s[i], (size_t)len), i == slot, json);
 		if (json)
 			printf("%s\n", i == 0 ? "," : "");
 	}

@@ -2143,6 +2143,14 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 		P.state = "ERROR";
 		return rc;
 	}
+	if (rc == -EUCLEAN) {
+		char why[512];
+		nvlog_why_not(pc->nvram, why, sizeof(why));
+		log_warnx("NVRAM log %s is not a presto log (%s): refusing to start; inspect it "
+			  "with presto-log dump, or format it with presto-log format", pc->nvram, why);
+		P.state = "ERROR";
+		return rc;
+	}
 	if (rc < 0) {
 		errno = -rc;
 		log_warn("NVRAM log %s", pc->nvram);

@@ -298,6 +298,70 @@ static void test_open_log_is_locked(void **state)
 	nvlog_close(log, true);
 }
 
+/* hostile files: each refused with its reason, nothing hangs or wraps */
+static void test_hostile_log_files(void **state)
+{
+	(void)state;
+	char p[128], cmd[1024], tool[512], why[512];
+	struct nvlog *log = NULL;
+	struct nvlog_opts o = { .size = SMALL };
+
+	/* truncated: refused, and the reason says so */
+	tpath(p, sizeof(p), "trunc");
+	struct nvlog_opts big = { .size = 2 * SMALL };
+	assert_int_equal(nvlog_open(p, &big, &log), 0);
+	app(log, 1);
+	nvlog_close(log, true);
+	assert_int_equal(truncate(p, SMALL + 4096), 0);
+	assert_int_equal(nvlog_open(p, NULL, &log), -EUCLEAN);
+	nvlog_why_not(p, why, sizeof(why));
+	if (!strstr(why, "truncated?"))
+		fail_msg("truncated log: %s", why);
+	/* empty: refused as not a log (was EINVAL) */
+	tpath(p, sizeof(p), "empty");
+	int fd = open(p, O_CREAT | O_RDWR, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(nvlog_open(p, &o, &log), -EUCLEAN);
+	nvlog_why_not(p, why, sizeof(why));
+	assert_non_null(strstr(why, "0 bytes"));
+	/* a valid CRC on a tail position near 2^64 (the walk's bound would
+	 * wrap and the log read as empty) */
+	tpath(p, sizeof(p), "wrap");
+	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
+	struct nvlog_sb sb;
+	file_rw(p, NVLOG_SB_SLOT_OFF0, &sb, sizeof(sb), false);
+	sb.tail_pos = 0xffffffffffffff00ull;
+	sb.crc = nvlog_sb_crc(&sb);
+	file_rw(p, NVLOG_SB_SLOT_OFF0, &sb, sizeof(sb), true);
+	assert_int_equal(nvlog_open(p, NULL, &log), -EUCLEAN);
+	nvlog_why_not(p, why, sizeof(why));
+	assert_non_null(strstr(why, "out of range"));
+
+	const char *bin = getenv("PRESTO_BIN");
+	snprintf(tool, sizeof(tool), "%s/presto-log", bin ? bin : "bin");
+	if (access(tool, X_OK) != 0)
+		return;
+	/* a size that would wrap */
+	tpath(p, sizeof(p), "huge");
+	snprintf(cmd, sizeof(cmd), "'%s' format '%s' 17592186044424M 2>/dev/null", tool, p);
+	assert_int_not_equal(system(cmd), 0);
+	assert_int_not_equal(access(p, F_OK), 0);
+	/* a FIFO: refused, not waited on */
+	tpath(p, sizeof(p), "fifo");
+	assert_int_equal(mkfifo(p, 0600), 0);
+	snprintf(cmd, sizeof(cmd), "timeout 5 '%s' dump '%s' 2>/dev/null", tool, p);
+	int st = system(cmd);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	/* --json with a quote and a backslash in the path: valid JSON */
+	tpath(p, sizeof(p), "q\"b\\s");
+	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
+	snprintf(cmd, sizeof(cmd), "'%s' dump --json '%s' | python3 -c 'import json,sys; "
+		 "sys.exit(0 if json.load(sys.stdin)[\"path\"] == sys.argv[1] else 1)' '%s'",
+		 tool, p, p);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* wrap-around across many laps, with pads and implicit wraps; reopen often */
 static void test_wrap_many_laps(void **state)
 {
@@ -1317,6 +1381,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_reopen_clean),
 		cmocka_unit_test(test_format_refuses_live),
 		cmocka_unit_test(test_open_log_is_locked),
+		cmocka_unit_test(test_hostile_log_files),
 		cmocka_unit_test(test_wrap_many_laps),
 		cmocka_unit_test(test_torn_head),
 		cmocka_unit_test(test_damaged_pad),
