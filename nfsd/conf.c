@@ -164,14 +164,21 @@ int conf_set(struct nfsd_conf *c, const char *key, const char *v, char *err, siz
 			rc = -EINVAL;
 	} else if (!strcmp(key, "destage"))
 		rc = parse_bool(v, &c->destage);
-	else if (!strcmp(key, "destage_age_ms"))
+	else if (!strcmp(key, "destage_age_ms")) {
+		/* 0 would be taken for "not set" further on: refused */
 		rc = parse_uint(v, 3600000, &c->destage_age_ms);
+		if (rc == 0 && c->destage_age_ms == 0)
+			rc = -EINVAL;
+	}
 	else if (!strcmp(key, "high_water_pct")) {
 		rc = parse_uint(v, 95, &c->high_water_pct);
 		if (rc == 0 && c->high_water_pct < 5)
 			rc = -EINVAL;
-	} else if (!strcmp(key, "full_wait_ms"))
+	} else if (!strcmp(key, "full_wait_ms")) {
 		rc = parse_uint(v, 600000, &c->full_wait_ms);
+		if (rc == 0 && c->full_wait_ms == 0)
+			rc = -EINVAL;
+	}
 	else if (!strcmp(key, "control"))
 		rc = set_str(c->control, sizeof(c->control), v);
 	else {

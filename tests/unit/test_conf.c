@@ -158,7 +158,7 @@ static void test_every_key(void **state)
 			      "destage = off\n"
 			      "destage_age_ms = 3600000\n"
 			      "high_water_pct = 95\n"
-			      "full_wait_ms = 0\n"
+			      "full_wait_ms = 1\n"
 			      "control = /run/presto.sock\n"),
 			 0);
 	assert_string_equal(c.exports, "/srv/exports file");
@@ -178,7 +178,7 @@ static void test_every_key(void **state)
 	assert_false(c.destage);
 	assert_int_equal(c.destage_age_ms, 3600000);
 	assert_int_equal(c.high_water_pct, 95);
-	assert_int_equal(c.full_wait_ms, 0);
+	assert_int_equal(c.full_wait_ms, 1);
 	assert_string_equal(c.control, "/run/presto.sock");
 
 	/* and back: "replay = auto", empty strings */
@@ -265,7 +265,8 @@ static void test_numbers(void **state)
 		{ "threads", "0", 0, 0 },
 		{ "threads", "257", 0, 0 },
 		{ "threads", "-16", 0, 0 },
-		{ "destage_age_ms", "0", 1, 0 },
+		{ "destage_age_ms", "0", 0, 0 },
+		{ "destage_age_ms", "1", 1, 1 },
 		{ "destage_age_ms", "3600000", 1, 3600000 },
 		{ "destage_age_ms", "3600001", 0, 0 },
 		{ "high_water_pct", "5", 1, 5 },
@@ -273,7 +274,8 @@ static void test_numbers(void **state)
 		{ "high_water_pct", "4", 0, 0 },
 		{ "high_water_pct", "96", 0, 0 },
 		{ "high_water_pct", "50%", 0, 0 },
-		{ "full_wait_ms", "0", 1, 0 },
+		{ "full_wait_ms", "0", 0, 0 },
+		{ "full_wait_ms", "1", 1, 1 },
 		{ "full_wait_ms", "600000", 1, 600000 },
 		{ "full_wait_ms", "600001", 0, 0 },
 	};
