@@ -30,16 +30,59 @@ struct mount_entry {
 
 static pthread_mutex_t ml_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mount_entry *ml_head;
-static unsigned ml_count;
-#define ML_MAX 4096
+static size_t ml_bytes;
+/* The list is informational (showmount -a) and must fit one DUMP reply
+ * (REPLY_MAX, about 1 MiB): at most ML_HOST_MAX entries per host and
+ * ML_BYTES_MAX in all; MNTs past that are served but not listed. */
+#define ML_HOST_MAX 64
+#define ML_BYTES_MAX (512 * 1024)
 
-static void ml_add(const char *host, const char *dir)
+/* ml_size -- what an entry adds to a DUMP reply, about */
+static size_t ml_size(const struct mount_entry *m)
 {
+	return 32 + strlen(m->host) + strlen(m->dir);
+}
+
+/* ml_norm -- dir in one spelling: no repeated "/", no "." component, no
+ * trailing "/" (each spelling a client sends would be an entry else) */
+static void ml_norm(const char *dir, char *out, size_t len)
+{
+	size_t k = 0;
+
+	for (const char *p = dir; *p && k + 1 < len;) {
+		if (*p == '/') {
+			while (*p == '/')
+				p++;
+			if (p[0] == '.' && (p[1] == '/' || p[1] == '\0')) {
+				p++;
+				continue;
+			}
+			if (*p)
+				out[k++] = '/';
+			continue;
+		}
+		out[k++] = *p++;
+	}
+	if (k == 0 && len > 1)
+		out[k++] = '/';
+	out[k] = '\0';
+}
+
+static void ml_add(const char *host, const char *path)
+{
+	char dir[MNTPATHLEN + 1];
+	unsigned of_host = 0;
+
+	ml_norm(path, dir, sizeof(dir));
 	pthread_mutex_lock(&ml_lock);
-	for (struct mount_entry *m = ml_head; m; m = m->next)
-		if (strcmp(m->host, host) == 0 && strcmp(m->dir, dir) == 0)
+	for (struct mount_entry *m = ml_head; m; m = m->next) {
+		if (strcmp(m->host, host) != 0)
+			continue;
+		if (strcmp(m->dir, dir) == 0)
 			goto out;
-	if (ml_count >= ML_MAX)
+		of_host++;
+	}
+	if (of_host >= ML_HOST_MAX || ml_bytes + 32 + strlen(host) + strlen(dir) > ML_BYTES_MAX)
 		goto out;
 	struct mount_entry *m = calloc(1, sizeof(*m));
 	if (!m || !(m->dir = strdup(dir))) {
@@ -49,22 +92,26 @@ static void ml_add(const char *host, const char *dir)
 	snprintf(m->host, sizeof(m->host), "%s", host);
 	m->next = ml_head;
 	ml_head = m;
-	ml_count++;
+	ml_bytes += ml_size(m);
 out:
 	pthread_mutex_unlock(&ml_lock);
 }
 
-/* ml_remove -- forget host's mount of dir (every dir when dir is NULL). */
-static void ml_remove(const char *host, const char *dir)
+/* ml_remove -- forget host's mount of path (every one when path is NULL). */
+static void ml_remove(const char *host, const char *path)
 {
+	char dir[MNTPATHLEN + 1];
+
+	if (path)
+		ml_norm(path, dir, sizeof(dir));
 	pthread_mutex_lock(&ml_lock);
 	for (struct mount_entry **pp = &ml_head; *pp;) {
 		struct mount_entry *m = *pp;
-		if (strcmp(m->host, host) == 0 && (!dir || strcmp(m->dir, dir) == 0)) {
+		if (strcmp(m->host, host) == 0 && (!path || strcmp(m->dir, dir) == 0)) {
 			*pp = m->next;
+			ml_bytes -= ml_size(m);
 			free(m->dir);
 			free(m);
-			ml_count--;
 		} else {
 			pp = &m->next;
 		}

@@ -1146,6 +1146,77 @@ static void mount_null_cb(struct rpc_context *c, int status, void *data, void *p
 	done[1] = 1;
 }
 
+/* dump_cb -- MOUNT DUMP: dump[0] success, dump[1] done, dump[2] entries,
+ * dump[3] entries naming dump_dir exactly */
+static char dump_dir[256];
+static void dump_cb(struct rpc_context *c, int status, void *data, void *priv)
+{
+	int *dump = priv;
+	mountlist p = NULL;
+	struct mountbody b;
+
+	(void)c;
+	dump[1] = 1;
+	dump[0] = status == RPC_STATUS_SUCCESS;
+	if (status != RPC_STATUS_SUCCESS)
+		return;
+	memcpy(&p, data, sizeof(p));
+	for (; p; p = b.ml_next) {
+		memcpy(&b, p, sizeof(b));	/* libnfs: possibly unaligned */
+		dump[2]++;
+		if (b.ml_directory && strcmp(b.ml_directory, dump_dir) == 0)
+			dump[3]++;
+	}
+}
+
+static void test_mount_dump_bounded(void **state)
+{
+	/* 1,100 spellings of one directory (extra slashes, about 1,000 bytes
+	 * each) are one mount: DUMP answers and lists it once (each was an
+	 * entry, and past 1 MiB DUMP failed for everyone) */
+	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	static char path[1100];
+	int dump[4] = { 0 }, n = 0;
+	struct it_fh fh;
+
+	(void)state;
+	it_presto_only();	/* how a server keeps its list is its own */
+	assert_non_null(m);
+	snprintf(dump_dir, sizeof(dump_dir), "%s/dumpdir", srv.export);
+	assert_int_equal(mkdir(dump_dir, 0755), 0);
+	for (int a = 1; a <= 40 && n < 1100; a++) {
+		for (int b = 0; b < 30 && n < 1100; b++, n++) {
+			size_t k = (size_t)snprintf(path, sizeof(path), "%s", srv.export);
+			for (int i = 0; i < a; i++)
+				path[k++] = '/';
+			k += (size_t)snprintf(path + k, sizeof(path) - k, "dumpdir");
+			for (int i = 0; i < b; i++)
+				path[k++] = '/';
+			while (k < (size_t)(900 + a + b))
+				path[k++] = '/';
+			path[k] = '\0';
+			if (it_mnt(m, path, &fh) != MNT3_OK)
+				fail_msg("MNT of a spelling of %s refused: %s", dump_dir, path);
+		}
+	}
+	assert_int_equal(rpc_mount3_dump_async(m, dump_cb, dump), 0);
+	assert_int_equal(it_wait(m, &dump[1], IT_TIMEOUT_MS), 0);
+	if (!dump[0])
+		fail_msg("MOUNT DUMP failed after 1,100 MNTs of one directory");
+	assert_int_equal(dump[3], 1);
+	assert_true(dump[2] < 10);
+	/* UMNT of one spelling forgets the mount */
+	int done[2] = { 0, 0 };
+	assert_int_equal(rpc_mount3_umnt_async(m, mount_null_cb, path, done), 0);
+	assert_int_equal(it_wait(m, &done[1], IT_TIMEOUT_MS), 0);
+	memset(dump, 0, sizeof(dump));
+	assert_int_equal(rpc_mount3_dump_async(m, dump_cb, dump), 0);
+	assert_int_equal(it_wait(m, &dump[1], IT_TIMEOUT_MS), 0);
+	assert_true(dump[0]);
+	assert_int_equal(dump[3], 0);
+	it_rpc_close(m);
+}
+
 static void test_mount_protocol(void **state)
 {
 	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
@@ -1425,6 +1496,7 @@ int main(void)
 		cmocka_unit_test(test_commit),
 		cmocka_unit_test(test_stale_after_rmdir),
 		cmocka_unit_test(test_mount_protocol),
+cmocka_unit_test(test_mount_dump_bounded),
 		cmocka_unit_test(test_sync_api),
 		cmocka_unit_test(test_async_api),
 		cmocka_unit_test(test_raw_pipelined),
