@@ -619,8 +619,12 @@ static const struct ctl_cmd *ctl_parse(const char *line, size_t len, json_t **re
 	for (size_t i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++)
 		if (!strcmp(ctl_cmds[i].name, name))
 			return &ctl_cmds[i];
-	snprintf(err, errlen, "unknown command \"%.64s\" (known: ping status stats reset exports "
-		 "enable disable flush reload)", name);
+	/* the list from the table: it cannot leave one out */
+	size_t k = (size_t)snprintf(err, errlen, "unknown command \"%.64s\" (known:", name);
+	for (size_t i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]) && k < errlen; i++)
+		k += (size_t)snprintf(err + k, errlen - k, " %s", ctl_cmds[i].name);
+	if (k < errlen)
+		snprintf(err + k, errlen - k, ")");
 	return NULL;
 }
 
