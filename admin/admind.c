@@ -41,7 +41,7 @@
 #define ADMIND_WEB_DIR "/usr/local/share/presto/web"
 #endif
 #define ADMIND_STATE_DIR "/var/lib/presto"
-#define ADMIND_MAX_CTRS 256
+#define ADMIND_MAX_CTRS 1024
 #define ADMIND_TOKEN_BYTES 32
 
 struct admind_conf admind_conf;
@@ -138,6 +138,14 @@ static void sample_counters(json_t *stats, struct sample *s)
 		ctr_add(s, k, num(p, "errors"));
 		snprintf(k, sizeof(k), "lat_sum.%s", name);
 		ctr_add(s, k, num(p, "mean_us") * num(p, "count"));
+		/* the latency histogram, cumulative at the answer's
+		 * latency_le_us: the interval's percentiles come from its growth */
+		json_t *le = json_object_get(p, "le_counts"), *v;
+		size_t b;
+		json_array_foreach(le, b, v) {
+			snprintf(k, sizeof(k), "le.%s.%zu", name, b);
+			ctr_add(s, k, json_is_number(v) ? json_number_value(v) : 0);
+		}
 	}
 	ctr_add(s, "log.appends", num(lg, "appends"));
 	ctr_add(s, "log.append_bytes", num(lg, "append_bytes"));
@@ -159,6 +167,33 @@ static double delta(const struct sample *prev, size_t i, const struct ctr *c)
 	if (!p)
 		return NAN;
 	return c->v >= p->v ? c->v - p->v : c->v;
+}
+
+/* interval_quantile -- the q-quantile (us) of proc's calls between prev and
+ * cur, total of them: from the growth of its cumulative bucket counts
+ * (le.PROC.b at bounds[b], right after ops.PROC at index i), interpolated
+ * linearly within the bucket, as Prometheus' histogram_quantile. NAN when a
+ * count went down (a reset) or is missing. */
+static double interval_quantile(const struct sample *prev, const struct sample *cur, size_t i,
+				const char *proc, json_t *bounds, double total, double q)
+{
+	double target = q * total, below = 0, lo = 0;
+	char k[96];
+
+	for (size_t b = 0; b < json_array_size(bounds); b++) {
+		snprintf(k, sizeof(k), "le.%s.%zu", proc, b);
+		const struct ctr *c = ctr_find(cur, i + 3 + b, k);
+		const struct ctr *p = c ? ctr_find(prev, i + 3 + b, k) : NULL;
+		if (!c || !p || c->v < p->v)
+			return NAN;
+		double cum = c->v - p->v;
+		double hi = json_number_value(json_array_get(bounds, b));
+		if (cum >= target && cum > below)
+			return lo + (hi - lo) * (target - below) / (cum - below);
+		below = cum;
+		lo = hi;
+	}
+	return lo;	/* beyond the last bound: at least that */
 }
 
 struct writer {
@@ -188,7 +223,6 @@ static void sample_write(struct writer *w, json_t *stats, json_t *status, const 
 {
 	double dt = cur->mono - prev->mono, ops = 0, errs = 0, lat = 0, dappends = NAN;
 	double dpersists = NAN, druns = NAN, dms = NAN;
-	json_t *procs = json_object_get(stats, "procs");
 	char k[96];
 
 	put(w, "up", ADMIND_GAUGE, 1);
@@ -208,8 +242,6 @@ static void sample_write(struct writer *w, json_t *stats, json_t *status, const 
 			const char *proc = c->name + 4;
 			const struct ctr *lc;
 			double dl;
-			json_t *p;
-			size_t j;
 
 			put(w, c->name, ADMIND_RATE, d / dt);
 			if (is_mount_proc(proc) || d <= 0)
@@ -223,17 +255,16 @@ static void sample_write(struct writer *w, json_t *stats, json_t *status, const 
 				snprintf(k, sizeof(k), "lat_us.%s", proc);
 				put(w, k, ADMIND_GAUGE, dl / d);
 			}
-			json_array_foreach(procs, j, p) {
-				if (strcmp(json_string_value(json_object_get(p, "name")) ?: "", proc))
-					continue;
-				snprintf(k, sizeof(k), "p50_us.%s", proc);
-				put(w, k, ADMIND_GAUGE, num(p, "p50_us"));
-				snprintf(k, sizeof(k), "p99_us.%s", proc);
-				put(w, k, ADMIND_GAUGE, num(p, "p99_us"));
-			}
+			/* the percentiles of this second's calls, not of the
+			 * statistics interval's (nfsd's p50_us, p99_us) */
+			json_t *bounds = json_object_get(stats, "latency_le_us");
+			snprintf(k, sizeof(k), "p50_us.%s", proc);
+			put(w, k, ADMIND_GAUGE, interval_quantile(prev, cur, i, proc, bounds, d, 0.50));
+			snprintf(k, sizeof(k), "p99_us.%s", proc);
+			put(w, k, ADMIND_GAUGE, interval_quantile(prev, cur, i, proc, bounds, d, 0.99));
 		} else if (strncmp(c->name, "errors.", 7) == 0) {
 			errs += d;
-		} else if (strncmp(c->name, "lat_sum.", 8) == 0) {
+		} else if (strncmp(c->name, "lat_sum.", 8) == 0 || strncmp(c->name, "le.", 3) == 0) {
 			continue;
 		} else {
 			if (strcmp(c->name, "log.appends") == 0)
@@ -608,6 +639,7 @@ int main(int argc, char **argv)
 			;
 	}
 	fprintf(stderr, "presto-admind: stopping\n");
+	admind_ctl_cancel();	/* requests waiting for presto-nfsd answer 503 */
 	admind_http_stop(http);
 	admind_ctl_close(s.ctl);
 	admind_db_close(s.db);

@@ -39,6 +39,10 @@ int admind_ctl_call(struct admind_ctl *c, json_t *req, int timeout_ms, json_t **
 
 void admind_ctl_close(struct admind_ctl *c);
 
+/* admind_ctl_cancel -- from now on every wait for presto-nfsd ends at once
+ * (-ECANCELED): the daemon is stopping, and the HTTP threads must not hold
+ * it for the length of a flush. */
+void admind_ctl_cancel(void);
 /* admind_ctl_once -- open, one call of cmd (with exports when not NULL),
  * close. Returns as admind_ctl_call. */
 int admind_ctl_once(const char *path, const char *cmd, json_t *exports, int timeout_ms,

@@ -74,7 +74,21 @@ void admind_ctl_close(struct admind_ctl *c)
 	free(c);
 }
 
-/* ctl_wait -- poll fd for events until deadline; 0, or -ETIMEDOUT / -errno */
+static int ctl_cancelled;	/* atomic: admind_ctl_cancel */
+static int ctl_calls;		/* atomic: admind_ctl_call in progress */
+
+void admind_ctl_cancel(void)
+{
+	__atomic_store_n(&ctl_cancelled, 1, __ATOMIC_RELEASE);
+	/* the calls in progress see it within a poll slice; give their HTTP
+	 * requests the time to be answered (503) before the server stops */
+	for (int i = 0; i < 40 && __atomic_load_n(&ctl_calls, __ATOMIC_ACQUIRE) > 0; i++)
+		usleep(50 * 1000);
+	usleep(100 * 1000);
+}
+
+/* ctl_wait -- poll fd for events until deadline; 0, or -ETIMEDOUT, -ECANCELED
+ * (the daemon is stopping: a flush may take minutes) or -errno */
 static int ctl_wait(int fd, short events, int64_t deadline)
 {
 	for (;;) {
@@ -82,9 +96,11 @@ static int ctl_wait(int fd, short events, int64_t deadline)
 		struct pollfd p = { .fd = fd, .events = events };
 		int n;
 
+		if (__atomic_load_n(&ctl_cancelled, __ATOMIC_ACQUIRE))
+			return -ECANCELED;
 		if (left <= 0)
 			return -ETIMEDOUT;
-		n = poll(&p, 1, left > 1000 ? 1000 : (int)left);
+		n = poll(&p, 1, left > 200 ? 200 : (int)left);
 		if (n > 0)
 			return 0;
 		if (n < 0 && errno != EINTR)
@@ -92,7 +108,19 @@ static int ctl_wait(int fd, short events, int64_t deadline)
 	}
 }
 
+static int ctl_call(struct admind_ctl *c, json_t *req, int timeout_ms, json_t **answer,
+		    char *err, size_t errlen);
+
 int admind_ctl_call(struct admind_ctl *c, json_t *req, int timeout_ms, json_t **answer,
+		    char *err, size_t errlen)
+{
+	__atomic_add_fetch(&ctl_calls, 1, __ATOMIC_ACQ_REL);
+	int rc = ctl_call(c, req, timeout_ms, answer, err, errlen);
+	__atomic_sub_fetch(&ctl_calls, 1, __ATOMIC_ACQ_REL);
+	return rc;
+}
+
+static int ctl_call(struct admind_ctl *c, json_t *req, int timeout_ms, json_t **answer,
 		    char *err, size_t errlen)
 {
 	int64_t deadline = ctl_ms() + timeout_ms;
@@ -168,6 +196,11 @@ int admind_ctl_call(struct admind_ctl *c, json_t *req, int timeout_ms, json_t **
 			return rc;
 		}
 		rc = ctl_wait(c->fd, POLLIN, deadline);
+		if (rc == -ECANCELED) {
+			snprintf(err, errlen, "presto-admind is stopping; presto-nfsd goes on with "
+				 "the request");
+			return rc;
+		}
 		if (rc < 0) {
 			snprintf(err, errlen, "no answer from presto-nfsd in %d ms: %s", timeout_ms,
 				 strerror(-rc));

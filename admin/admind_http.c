@@ -107,6 +107,32 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, jso
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* utf8_clean -- make s valid UTF-8 in place: each byte that does not start
+ * a well-formed sequence (a URL's %FF, a character cut by the message's
+ * length) becomes '?'. JSON strings must be UTF-8. */
+static void utf8_clean(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+
+	while (*p) {
+		unsigned n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 :
+			     (*p & 0xf8) == 0xf0 ? 3 : 9;
+		uint32_t cp = n == 0 ? *p : n == 1 ? *p & 0x1fu : n == 2 ? *p & 0x0fu : *p & 0x07u;
+		unsigned k = 1;
+		for (; n != 9 && k <= n && (p[k] & 0xc0) == 0x80; k++)
+			cp = cp << 6 | (p[k] & 0x3fu);
+		bool ok = n != 9 && k == n + 1 &&
+			  (n == 0 || (n == 1 && cp >= 0x80) ||
+			   (n == 2 && cp >= 0x800 && (cp < 0xd800 || cp > 0xdfff)) ||
+			   (n == 3 && cp >= 0x10000 && cp <= 0x10ffff));
+		if (!ok) {
+			*p++ = '?';
+			continue;
+		}
+		p += n + 1;
+	}
+}
+
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
 {
 	char msg[1024];
@@ -115,6 +141,7 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	utf8_clean(msg);	/* else json_pack fails and no answer goes out */
 	return reply_json(c, status, json_pack("{ss si}", "error", msg, "status", (int)status));
 }
 
@@ -449,10 +476,14 @@ static enum MHD_Result ctl_reply(struct admind_http *h, struct MHD_Connection *c
 	json_int_t e;
 
 	if (rc < 0)
-		return reply_error(c, rc == -ETIMEDOUT ? 504 : 502, "%s", err);
+		return reply_error(c, rc == -ETIMEDOUT ? 504 : rc == -ECANCELED ? 503 : 502, "%s", err);
 	if (!json_is_true(json_object_get(ans, "ok"))) {
+		/* the request's fault (404, 400), a conflict with the export's
+		 * state (409), or the server's trouble: busy (no errno), I/O */
 		e = json_integer_value(json_object_get(ans, "errno"));
-		rc = reply_error(c, e == ENOENT ? 404 : e == EINVAL ? 400 : 409, "presto-nfsd: %s",
+		unsigned st = e == ENOENT ? 404 : e == EINVAL ? 400 : e == EIO ? 500 :
+			      e == 0 || e == EAGAIN || e == EBUSY ? 503 : 409;
+		rc = reply_error(c, st, "presto-nfsd: %s",
 				 json_string_value(json_object_get(ans, "error")) ?: "refused");
 		json_decref(ans);
 		return rc;
@@ -513,6 +544,8 @@ static enum MHD_Result api_presto(struct admind_http *h, struct MHD_Connection *
 			return reply_error(c, 404, "no export with id %llu", id);
 	}
 	names = json_pack("[s]", path);
+	if (!names)	/* NULL would ask for every export */
+		return reply_error(c, 400, "an export name must be valid UTF-8");
 	r = ctl_reply(h, c, on ? "enable" : "disable", names,
 		      on ? ADMIND_CTL_QUERY_MS : ADMIND_CTL_SLOW_MS);
 	json_decref(names);

@@ -88,7 +88,9 @@ char *admind_prometheus(json_t *snap)
 	       json_is_true(json_object_get(snap, "reachable")));
 	metric(f, "presto_admind_samples_total", "counter", "Samples taken by presto-admind.",
 	       num(snap, "samples"));
-	if (!stats || !st)
+	/* unreachable: the snapshot holds JSON nulls; no made-up zeros (a
+	 * counter reset to Prometheus, alerts gone quiet) */
+	if (!json_is_object(stats) || !json_is_object(st))
 		goto out;
 
 	head(f, "presto_log_state", "gauge", "State of the NVRAM log (1 for the current state).");
@@ -117,7 +119,7 @@ char *admind_prometheus(json_t *snap)
 	       num(lg, "full_waits"));
 	metric(f, "presto_log_fallbacks_total", "counter",
 	       "Modifications that could not be logged and were synced instead.", num(lg, "fallbacks"));
-	metric(f, "presto_log_wait_seconds_total", "counter", "Time appends spent waiting for space.",
+	metric(f, "presto_log_wait_seconds_total", "counter", "Time calls spent waiting for their records' persist (group commit).",
 	       num(lg, "wait_ms_total") / 1000);
 
 	hist = json_object_get(lg, "batch_hist");

@@ -516,10 +516,16 @@ int main(int argc, char **argv)
 	}
 	names = json_array();
 	for (int i = optind; i < argc; i++) {
-		if (u || d) {
-			json_array_append_new(names, json_string(argv[i]));
-		} else if (repeat && i == optind && parse_uint(argv[i], &count) && count > 0) {
-			continue;
+		if (repeat && i == optind && parse_uint(argv[i], &count) && count > 0) {
+			continue;	/* COUNT: an export is an absolute path */
+		} else if (u || d) {
+			json_t *name = json_string(argv[i]);
+			if (!name || json_array_append_new(names, name) < 0) {
+				/* not one name dropped: an empty list means every export */
+				fprintf(stderr, "presto: export name \"%s\" is not valid UTF-8\n", argv[i]);
+				json_decref(names);
+				return EXIT_USAGE;
+			}
 		} else {
 			fprintf(stderr, "presto: unexpected argument \"%s\"%s\n", argv[i],
 				repeat ? " (COUNT is a positive number)" : " (export names go with -u or -d)");
@@ -591,6 +597,11 @@ int main(int argc, char **argv)
 		if (!json_out)
 			printf("\n");
 		sleep((unsigned)interval);
+		/* a new connection for each report: the server drops a client
+		 * idle for 15 minutes, and may have restarted meanwhile */
+		close(conn_fd);
+		conn_len = 0;
+		conn_open();
 	}
 out:
 	json_decref(names);

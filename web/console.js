@@ -103,7 +103,14 @@ function renderStatus(st) {
     return li;
   }));
 
-  if (!nfsd) return;
+  if (!st.reachable || !nfsd) {
+    /* nothing is known while presto-nfsd does not answer: no stale figures */
+    for (const id of ['occ', 'age', 'ops', 'lat', 'rpp']) $(id).textContent = '–';
+    $('occ-bar').style.width = '0';
+    $('occ-detail').textContent = '';
+    $('lat-proc').textContent = '';
+    return;
+  }
   const occ = nfsd.occupancy_pct || 0;
   $('occ').textContent = occ.toFixed(occ < 10 ? 2 : 1) + ' %';
   const bar = $('occ-bar');
@@ -238,7 +245,7 @@ function chartDefs() {
   return [
     { id: 'ops', title: 'operations per second', metrics: ['ops', ...state.procs.map((p) => 'ops.' + p)],
       labels: ['all', ...state.procs], fmt: fmtNum },
-    { id: 'latency', title: 'latency (mean of the interval, µs)', metrics: ['lat_us', ...state.procs.slice(0, 3).map((p) => 'p99_us.' + p)],
+    { id: 'latency', title: 'latency of each second (µs): mean, and p99 of the busiest', metrics: ['lat_us', ...state.procs.slice(0, 3).map((p) => 'p99_us.' + p)],
       labels: ['mean, all', ...state.procs.slice(0, 3).map((p) => 'p99 ' + p)], fmt: fmtUs },
     { id: 'occupancy', title: 'NVRAM occupancy (%)', metrics: ['log.occupancy_pct'], labels: ['occupancy %'], fmt: fmtNum },
     { id: 'rpp', title: 'records per persist', metrics: ['log.records_per_persist'], labels: ['records/persist'],
@@ -345,7 +352,11 @@ async function refresh() {
 function init() {
   const m = /[#&]token=([^&]+)/.exec(location.hash);
   if (m) {
-    localStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+    try {
+      localStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+    } catch (e) {
+      say('the token in the address is malformed: paste it below', true);
+    }
     history.replaceState(null, '', location.pathname + location.search);
   }
   $('token').value = token();

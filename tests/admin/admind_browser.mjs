@@ -135,6 +135,36 @@ try {
     if (problems.length > before) throw new Error(problems.slice(before).join('; '));
   });
 
+  await step('the tiles clear while presto-nfsd does not answer', async () => {
+    const pid = Number(process.env.NFSD_PID);
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await page.waitForFunction(() => document.getElementById('state').textContent === 'UNREACHABLE',
+        null, { timeout: 15000 });
+      await page.waitForTimeout(1200);
+      const t = await page.evaluate(() => ['occ', 'age', 'ops', 'lat', 'rpp'].map(
+        (id) => document.getElementById(id).textContent));
+      if (t.some((v) => v !== '–')) throw new Error('stale figures: ' + JSON.stringify(t));
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    await page.waitForFunction(() => document.getElementById('state').textContent === 'UP',
+      null, { timeout: 15000 });
+  });
+
+  await step('a malformed token in the address does not stop the console', async () => {
+    const before = problems.length;
+    await page.goto('about:blank');	// else only the fragment changes: no new load
+    await page.waitForTimeout(300);
+    problems.length = before;		// the requests that leaving the page cut short
+    await page.goto(url + '#token=%E0%A4%A', { waitUntil: 'load' });
+    await page.waitForFunction(() => document.getElementById('state').textContent === 'UP',
+      null, { timeout: 8000 });
+    if (!/malformed/.test(await page.textContent('#message'))) throw new Error('no word of it');
+    const kept = await page.evaluate(() => localStorage.getItem('presto-admind-token'));
+    if (kept !== token) throw new Error('the saved token was replaced');
+  });
+
   await step('screenshot saved', async () => {
     await page.waitForTimeout(1200);	// one more live update
     await page.screenshot({ path: process.env.SHOT, fullPage: true });

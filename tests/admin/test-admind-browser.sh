@@ -90,6 +90,7 @@ wait_line() {
 start_bg "$tmp/nfsd.log" env PMEM_IS_PMEM_FORCE=1 "$bin/presto-nfsd" --exports "$tmp/exports" \
 	--state-dir "$tmp/state" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 --no-rpcbind \
 	--foreground --nvram "$nvram" --nvram-size 64M
+nfsd_pid=$last
 if ! wait_line "$tmp/nfsd.log" "ready nfs=" 15; then
 	nok "presto-nfsd did not start"; cat "$tmp/nfsd.log"; finish
 fi
@@ -126,7 +127,7 @@ sleep 4		# a few seconds of history under load
 
 # ---- the browser ----
 start_bg "$tmp/browser.log" env ADMIND_URL="$url" ADMIND_TOKEN="$(cat "$tmp/admin.token")" \
-	EXPORT_PATH="$tmp/export" SHOT="$shot" WEB_DIR="$top/web" \
+	EXPORT_PATH="$tmp/export" SHOT="$shot" WEB_DIR="$top/web" NFSD_PID="$nfsd_pid" \
 	timeout 55 node "$top/tests/admin/admind_browser.mjs"
 node_pid=$last
 wait "$node_pid"

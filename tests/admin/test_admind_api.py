@@ -25,6 +25,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -101,7 +102,12 @@ class Client:
             c.request(method, path, body=data, headers=h)
         except (BrokenPipeError, ConnectionResetError):
             pass    # the server answered (e.g. 413) before taking the whole body
-        r = c.getresponse()
+        try:
+            r = c.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError):
+            c.close()
+            return 0, None, None, b""     # no answer at all: a failure for every check
+
         text = r.read()
         c.close()
         ctype = r.getheader("Content-Type") or ""
@@ -245,6 +251,28 @@ def run(tmp, nvram, procs):
     if load:
         load.wait(30)
 
+    # ---- percentiles of each second, not of the statistics interval ----
+    if load is not None:
+        load.wait()
+        slowp = procs.start([LOADGEN, "-H", "127.0.0.1", "-n", nfs_port, "-m", mnt_port, "-e", slow,
+                             "-c", "2", "-d", "4", "-t", "3", "-o", "write"], os.path.join(tmp, "slow.log"))
+        slowp.wait()
+        t_fast = int(time.time()) + 1
+        fastp = procs.start([LOADGEN, "-H", "127.0.0.1", "-n", nfs_port, "-m", mnt_port, "-e", exp,
+                             "-c", "2", "-d", "4", "-t", "4", "-o", "write"], os.path.join(tmp, "fast.log"))
+        fastp.wait()
+        time.sleep(1.5)
+        s, doc, _, _ = cl.req("GET", "/api/series?metric=p99_us.WRITE&from=%d&to=%d&step=1"
+                              % (t_fast - 4, t_fast + 4))
+        v = (doc or {}).get("series", {}).get("p99_us.WRITE", [])
+        slow99 = sorted(x for x in v[:3] if x is not None)
+        fast99 = [x for x in v[-4:] if x is not None]
+        # nopresto WRITEs fsync (about a millisecond), logged ones do not:
+        # a second of logged WRITEs has a lower p99 than the fsync'ed ones
+        # before it, which the interval's p99 (over both) would not show
+        check(slow99 and fast99 and min(fast99) < slow99[len(slow99) // 2] / 2,
+              "p99_us.WRITE is of each second: low again once the slow WRITEs stop", v)
+
     # ---- bad requests: 4xx with a JSON error ----
     for path, want, what in [
         ("/api/series", 400, "series without metric"),
@@ -261,6 +289,8 @@ def run(tmp, nvram, procs):
         ("/../../etc/passwd", 404, "path traversal"),
         ("/%2e%2e/%2e%2e/etc/passwd", 404, "escaped path traversal"),
         ("/.hidden.js", 404, "dot file"),
+        ("/%FF", 404, "a page name that is not UTF-8"),
+        ("/api/%FF%FE", 404, "an API name that is not UTF-8"),
     ]:
         s, doc, _, _ = cl.req("GET", path)
         check(is_json_error(s, doc, want), "%s: %d with a JSON error" % (what, want), (s, doc))
@@ -375,6 +405,11 @@ def run(tmp, nvram, procs):
     check(is_json_error(s, doc, 404), "an unknown export id: 404", doc)
     s, doc, _, _ = cl.req("POST", "/api/exports/not-a-path/presto", {"presto": True}, auth)
     check(is_json_error(s, doc, 400), "an export named neither by path nor by id: 400", doc)
+    s, doc, _, _ = cl.req("POST", "/api/exports/%2F%FF/presto", {"presto": False}, auth)
+    check(is_json_error(s, doc, 400), "an export name that is not UTF-8: 400", doc)
+    s, doc, _, _ = cl.req("GET", "/api/exports")
+    check({e["path"]: e["presto"] for e in doc["exports"]}[exp] is True,
+          "... and no export was switched (a name that failed to encode meant 'all')", doc)
     for body, what in [(b"", "no body"), (b"{", "malformed JSON"), (b'{"presto": 3}', "presto: 3"),
                        (b'{"presto": "maybe"}', "presto: maybe"), (b"[]", "an array"),
                        (b'{"presto":true,"presto":false}', "a duplicate key")]:
@@ -456,6 +491,10 @@ def run(tmp, nvram, procs):
     check(is_json_error(s, doc, 503), "GET /api/stats while presto-nfsd is down: 503", (s, doc))
     s, doc, _, _ = cl.req("POST", "/api/flush", headers=auth)
     check(is_json_error(s, doc, 502), "POST /api/flush while presto-nfsd is down: 502", (s, doc))
+    s, _, _, text = cl.req("GET", "/metrics")
+    lines = [l for l in text.decode().splitlines() if l and not l.startswith("#")]
+    check(s == 200 and "presto_up 0" in lines and len(lines) <= 3,
+          "/metrics while presto-nfsd is down: presto_up 0, no made-up zeros", lines[:8])
     time.sleep(2.5)
     nfsd, m = start_nfsd(procs, tmp, nvram)
     check(m is not None, "presto-nfsd restarts")
@@ -473,7 +512,28 @@ def run(tmp, nvram, procs):
     db = sqlite3.connect("file:%s?mode=ro" % dbp, uri=True)
     before = db.execute("SELECT min(ts), count(*) FROM sample").fetchone()
     db.close()
-    procs.stop(admind)
+    # stopped while a flush waits for a presto-nfsd that does not answer
+    # (a flush of a full log may take minutes): it stops at once, the
+    # request answered 503
+    os.kill(nfsd.pid, signal.SIGSTOP)
+    flush_answer = []
+    flusher = threading.Thread(target=lambda: flush_answer.append(
+        cl.req("POST", "/api/flush", headers=auth)[:2]))
+    flusher.start()
+    time.sleep(1)
+    t0 = time.time()
+    os.killpg(admind.pid, signal.SIGTERM)
+    try:
+        admind.wait(8)
+    except subprocess.TimeoutExpired:
+        pass
+    stopped = admind.poll() is not None
+    os.kill(nfsd.pid, signal.SIGCONT)
+    flusher.join(10)
+    check(stopped and time.time() - t0 < 5, "presto-admind stops within 5 s while a flush waits",
+          "%.1f s" % (time.time() - t0))
+    check(flush_answer and is_json_error(flush_answer[0][0], flush_answer[0][1], 503),
+          "the waiting flush is answered 503", flush_answer)
     check(admind.returncode == 0, "presto-admind stops cleanly on SIGTERM", admind.returncode)
     admind, port = start_admind(procs, tmp, log_name="admind2.log")
     cl = Client(port)

@@ -108,7 +108,8 @@ def presto(srv, *args, sock=None, user=None, timeout=60):
         def pre():
             os.setgid(user)
             os.setuid(user)
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, preexec_fn=pre)
+    p = subprocess.run(argv, capture_output=True, text=True, errors="replace", timeout=timeout,
+                       preexec_fn=pre)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -382,6 +383,13 @@ def test_enable_disable(srv):
           rc == 1 and by_path(ans[0], srv, "fast")["presto"] is True)
     rc, out, err = presto(srv, "-u", srv.export("slow"))
     check("presto -u NOPRESTO-EXPORT: exit 1 saying nopresto", rc == 1 and "nopresto" in err, err)
+    # a name that is not UTF-8 cannot go into the JSON request: refused, and
+    # never dropped (an empty list would mean every export)
+    rc, out, err = presto(srv, "-d", srv.export("fast") + os.fsdecode(b"\xff"))
+    rc2, ans, _ = presto_json(srv)
+    check("presto -d NOT-UTF-8: usage error (64), nothing switched off",
+          rc == 64 and "UTF-8" in err and by_path(ans[0], srv, "fast")["presto"] is True,
+          "rc=%d %s" % (rc, err))
 
 
 def test_reset(srv, traffic):
@@ -415,6 +423,23 @@ def test_watch(srv):
     rc, out, err = presto(srv, "-p", "-w", "1", "2")
     check("presto -p -w 1 2: two timestamped reports",
           rc == 0 and out.count("--- ") == 2 and out.count("procedure") == 2, out[:200])
+    rc, ans, err = presto_json(srv, "-u", "-w", "1", "2")
+    check("presto -u -w 1 2: COUNT is a count, not an export name (enable, then two reports)",
+          rc == 0 and len(ans) == 3 and ans[0]["cmd"] == "enable" and all(a["ok"] for a in ans),
+          "rc=%d %s" % (rc, err))
+
+
+def test_watch_across_restart(srv):
+    # each report on a new connection: the server drops clients idle for
+    # 15 minutes, and a watch goes on across a restart of the server
+    w = subprocess.Popen([PRESTO, "-s", srv.sock, "--json", "-w", "3", "2"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    srv.stop()
+    srv.start()
+    out, err = w.communicate(timeout=30)
+    check("presto -w 3 2 goes on across a restart of presto-nfsd",
+          w.returncode == 0 and out.count('"cmd":"status"') == 2, "rc=%d %s" % (w.returncode, err))
 
 
 def test_unreachable(srv):
@@ -599,6 +624,7 @@ def main():
         test_reset(srv, traffic)
         test_unreachable(srv)
         test_reload(srv)
+        test_watch_across_restart(srv)
 
         # SIGKILL leaves the socket behind: the next start replaces it
         srv.stop(signal.SIGKILL)
