@@ -59,7 +59,8 @@ struct rpc_conn {
 	uint32_t events;		/* current epoll interest set */
 	unsigned inflight;
 	struct outbuf *out_head, *out_tail;
-	size_t out_bytes;		/* queued for output, not yet sent (atomic) */
+	size_t out_bytes;		/* queued for output, not yet sent (written under
+					 * lock, read without: atomic stores and loads) */
 	/* input read but not consumed while out_bytes is over RPC_MAX_QUEUED
 	 * (loop thread; set and cleared under lock) */
 	uint8_t *held;
@@ -391,7 +392,8 @@ static int conn_flush_locked(struct rpc_conn *c)
 			return -1;
 		}
 		size_t left = (size_t)n;
-		__atomic_sub_fetch(&c->out_bytes, (size_t)n, __ATOMIC_RELAXED);
+		/* writers hold c->lock; conn_input reads it without */
+		__atomic_store_n(&c->out_bytes, c->out_bytes - (size_t)n, __ATOMIC_RELAXED);
 		while (c->out_head && left >= c->out_head->len - c->out_head->off) {
 			struct outbuf *o = c->out_head;
 			left -= o->len - o->off;
@@ -475,7 +477,7 @@ void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len)
 		goto out;
 	}
 	*o = (struct outbuf){ NULL, rec, len, off };
-	__atomic_add_fetch(&c->out_bytes, len - off, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->out_bytes, c->out_bytes + (len - off), __ATOMIC_RELAXED);
 	if (c->out_tail)
 		c->out_tail->next = o;
 	else
