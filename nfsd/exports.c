@@ -26,6 +26,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #define EXPORTS_MAX_FILE (16u << 20) /* an exports file larger than this is a mistake */
 
 struct token {
@@ -693,6 +695,12 @@ static int exports_parse_line(struct parser *ps, struct line *l)
 		return exports_error(ps, pt->line, "export path is too long");
 	if (rc < 0)
 		return exports_error(ps, pt->line, "export path '%s' contains '..'", pt->s);
+	/* the control socket, presto and the console name exports in JSON,
+	 * whose strings are UTF-8: such a path could not be named there */
+	json_t *u = json_string(norm);
+	if (!u)
+		return exports_error(ps, pt->line, "export path is not valid UTF-8");
+	json_decref(u);
 	for (size_t i = 0; i < ps->ex->n; i++)
 		if (strcmp(ps->ex->v[i].path, norm) == 0)
 			return exports_error(ps, pt->line, "duplicate export of %s (first at line %u)",

@@ -670,6 +670,7 @@ static void test_err_dotdot_path(void **state)
 {
 	(void)state;
 	expect_error("$D/a/../b *", "exports:1: ", "contains '..'", NULL);
+	expect_error("$D/caf\xe9 *", "exports:1: ", "not valid UTF-8", NULL);
 }
 
 static void test_err_duplicate_path(void **state)
