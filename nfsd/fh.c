@@ -24,8 +24,21 @@ int fh_init(const char *state_dir)
 	if (sodium_init() < 0)
 		return -EIO;
 	snprintf(path, sizeof(path), "%s/fh.key", state_dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd >= 0) {
+		struct stat st;
+		/* whoever reads the key can forge a handle of any object on an
+		 * exported filesystem: the key is root's alone */
+		if (fstat(fd, &st) == 0 && (st.st_uid != 0 || (st.st_mode & 077))) {
+			log_warnx("%s: owner %u, mode %03o: made root's and 0600 (others may have "
+				  "read it; to change the key, remove it: every handle goes stale)",
+				  path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+			if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0600) < 0) {
+				rc = -errno;
+				close(fd);
+				return rc;
+			}
+		}
 		n = read(fd, fh_key, sizeof(fh_key));
 		close(fd);
 		if (n != (ssize_t)sizeof(fh_key)) {

@@ -183,6 +183,25 @@ static void test_init_short_key_refused(void **state)
 	use_key(dir_a);
 }
 
+static void test_init_key_made_private(void **state)
+{
+	/* whoever reads the key forges handles: a key others may read is made
+	 * 0600 (and kept: changing it would make every handle stale) */
+	char p[128];
+	uint8_t k1[32], k2[32];
+	struct stat st;
+	(void)state;
+
+	snprintf(p, sizeof(p), "%s/fh.key", dir_a);
+	read_key(dir_a, k1);
+	assert_int_equal(chmod(p, 0644), 0);
+	use_key(dir_a);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	read_key(dir_a, k2);
+	assert_memory_equal(k1, k2, 32);
+}
+
 static void test_init_missing_dir(void **state)
 {
 	char d[128];
@@ -537,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_init_reuses_key),
 		cmocka_unit_test(test_init_two_dirs_two_keys),
 		cmocka_unit_test(test_init_short_key_refused),
+		cmocka_unit_test(test_init_key_made_private),
 		cmocka_unit_test(test_init_missing_dir),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_layout_big_endian),
