@@ -70,14 +70,22 @@ static void usage(FILE *f)
 
 /* reload_exports -- parse the exports file again and install it; a bad file
  * keeps the exports in force. Used by SIGHUP and the control socket. */
+/* SIGHUP (a thread of its own) and the control socket (its worker) may
+ * reload at once: one at a time, so that the marks follow the table in
+ * force; none once the server stops */
+static pthread_mutex_t reload_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool reloads_stopped;
+
 static int reload_exports(char *err, size_t errlen)
 {
-	/* SIGHUP (loop thread) and the control socket (its worker) may reload
-	 * at once: one at a time, so that the marks follow the table in force */
-	static pthread_mutex_t reload_lock = PTHREAD_MUTEX_INITIALIZER;
 	struct xtab *x;
 
 	pthread_mutex_lock(&reload_lock);
+	if (reloads_stopped) {
+		pthread_mutex_unlock(&reload_lock);
+		snprintf(err, errlen, "the server is stopping");
+		return -ECANCELED;
+	}
 	int rc = xtab_load(conf.exports, &x, err, errlen);
 	if (rc < 0) {
 		pthread_mutex_unlock(&reload_lock);
@@ -104,11 +112,29 @@ static int reload_exports(char *err, size_t errlen)
 	return 0;
 }
 
+/* reload_thread -- SIGHUP's reload, off the event loop: loading a table
+ * resolves client host names (DNS may take seconds) and opens every root */
+static void *reload_thread(void *arg)
+{
+	char err[512];
+
+	(void)arg;
+	reload_exports(err, sizeof(err));
+	return NULL;
+}
+
 static int on_signal(int signo)
 {
 	if (signo == SIGHUP) {
-		char err[512];
-		reload_exports(err, sizeof(err));
+		pthread_t t;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &a, reload_thread, NULL) != 0) {
+			char err[512];
+			reload_exports(err, sizeof(err));	/* no thread: here, then */
+		}
+		pthread_attr_destroy(&a);
 		return 0;
 	}
 	log_info("signal %d: stopping", signo);
@@ -437,6 +463,9 @@ int main(int argc, char **argv)
 
 	rpc_run(on_signal, 10000);
 
+	pthread_mutex_lock(&reload_lock);	/* waits for a reload under way */
+	reloads_stopped = true;
+	pthread_mutex_unlock(&reload_lock);
 	control_stop();
 	rpcb_unregister_all();
 	rpc_shutdown();
