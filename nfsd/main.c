@@ -99,11 +99,12 @@ static int reload_exports(char *err, size_t errlen)
 		log_warn("%s/export-marks", conf.state_dir);
 	}
 	size_t n = x->n;
-	struct xtab *old = xtab_get();
+	/* the log may hold records of a dropped export: its filesystem stays
+	 * synced until they are covered. Retired before the new table is
+	 * installed: a sync that already sees the new table sees the old one
+	 * among the retired too */
+	presto_retire(xtab_get(), x);
 	xtab_install(x);
-	/* the log may hold records of a dropped export: its filesystem
-	 * stays synced until they are covered */
-	presto_retire(old, x);
 	pthread_mutex_unlock(&reload_lock);
 	/* cached descriptors of exports that went away close as soon as no
 	 * call uses them */

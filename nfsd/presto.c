@@ -761,7 +761,8 @@ void presto_retire(struct xtab *old, const struct xtab *cur)
 		}
 	}
 	if (keep && R.n < R.cap) {
-		R.v[R.n++] = old;
+		R.v[R.n] = old;
+		__atomic_store_n(&R.n, R.n + 1, __ATOMIC_RELAXED);
 		old = NULL;
 	}
 	pthread_mutex_unlock(&R.lock);
@@ -850,7 +851,7 @@ int presto_sync_all(void)
 			if (R.v[k] != old[i])
 				continue;
 			memmove(&R.v[k], &R.v[k + 1], (R.n - k - 1) * sizeof(R.v[0]));
-			R.n--;
+			__atomic_store_n(&R.n, R.n - 1, __ATOMIC_RELAXED);
 			xtab_put(old[i]);	/* the list's reference */
 			break;
 		}
@@ -863,6 +864,41 @@ int presto_sync_all(void)
 	if (x)
 		xtab_put(x);
 	return rc;
+}
+
+/* retired_settle -- the destager, idle: each retired table no call uses
+ * any more gets its filesystems synced once more and is let go, so that a
+ * dropped export's roots close soon (its filesystem can be unmounted) even
+ * when no destage comes. */
+static void retired_settle(void)
+{
+	if (__atomic_load_n(&R.n, __ATOMIC_RELAXED) == 0)
+		return;
+	pthread_mutex_lock(&R.lock);
+	struct xtab *t = NULL;
+	for (unsigned i = 0; i < R.n && !t; i++)
+		if (__atomic_load_n(&R.v[i]->refs, __ATOMIC_ACQUIRE) == 1) {
+			t = R.v[i];
+			__atomic_add_fetch(&t->refs, 1, __ATOMIC_ACQ_REL);
+		}
+	pthread_mutex_unlock(&R.lock);
+	if (!t)
+		return;
+	dev_t done[256];
+	size_t ndone = 0;
+	bool synced = sync_table(t, done, &ndone, sizeof(done) / sizeof(done[0]),
+				 "dropped export") == 0;
+	pthread_mutex_lock(&R.lock);
+	for (unsigned k = 0; synced && k < R.n; k++) {
+		if (R.v[k] != t)
+			continue;
+		memmove(&R.v[k], &R.v[k + 1], (R.n - k - 1) * sizeof(R.v[0]));
+		__atomic_store_n(&R.n, R.n - 1, __ATOMIC_RELAXED);
+		xtab_put(t);	/* the list's reference */
+		break;
+	}
+	pthread_mutex_unlock(&R.lock);
+	xtab_put(t);
 }
 
 bool presto_syncing(void)
@@ -1320,6 +1356,9 @@ static void *destager_main(void *arg)
 	while (!P.stop) {
 		uint64_t head;
 		if (!destage_due(&head)) {
+			pthread_mutex_unlock(&P.d_lock);
+			retired_settle();
+			pthread_mutex_lock(&P.d_lock);
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += 50 * 1000000;

@@ -166,10 +166,12 @@ int presto_wait(struct presto_txn *t);
  * record cannot be logged), and those of the tables retired by
  * presto_retire. Returns 0 or -errno. */
 int presto_sync_all(void);
-/* presto_retire -- a reload installed cur in place of old: takes the
- * caller's reference to old, and keeps old until a complete sync covers its
- * records when one of its filesystems is not in cur (a dropped export, a
- * path now on another filesystem); else releases it. */
+/* presto_retire -- a reload is about to install cur in place of old (call
+ * it before xtab_install): takes the caller's reference to old, and keeps
+ * old when one of its filesystems is not in cur (a dropped export, a path
+ * now on another filesystem) until a sync that starts once no call uses it
+ * covers its records: presto_sync_all's, or the idle destager's own;
+ * else releases it. */
 struct xtab;
 void presto_retire(struct xtab *old, const struct xtab *cur);
 

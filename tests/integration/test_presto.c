@@ -603,6 +603,44 @@ static void test_dropped_export_is_synced_before_trim(void **state)
 		fail_msg("the log was trimmed but the dropped export's data is not on its disk");
 }
 
+static void test_dropped_export_can_be_unmounted(void **state)
+{
+	/* a dropped export's table is kept for its records' sake, but not
+	 * its roots forever: with nothing to destage the destager lets it go,
+	 * and the filesystem can be unmounted (it stayed busy until a flush) */
+	const struct it_export both[] = {
+		{ "export", EXPORT_RW },
+		{ "b", EXPORT_RW },
+	};
+	char img[160], cmd[2048], buf[4096];
+
+	(void)state;
+	start_logged(EXPORT_RW, NULL);
+	snprintf(img, sizeof(img), "%s/b.img", srv.dir);
+	snprintf(dropped_mnt, sizeof(dropped_mnt), "%s/b", srv.dir);
+	snprintf(cmd, sizeof(cmd), "truncate -s 32M '%s' && mkfs.ext4 -q -F '%s' >/dev/null 2>&1 && "
+		 "mkdir -p '%s' && mount -o loop '%s' '%s'", img, img, dropped_mnt, img, dropped_mnt);
+	if (system(cmd) != 0) {
+		dropped_mnt[0] = '\0';
+		fail_msg("could not mount an ext4 image: %s", cmd);
+	}
+	assert_int_equal(it_server_reload(&srv, both, 2), 0);
+	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));
+	control("{\"cmd\":\"exports\"}\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, dropped_mnt));
+	assert_int_equal(it_server_reload(&srv, both, 1), 0);
+	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));
+	int rc = -1;
+	for (int i = 0; i < 50 && rc != 0; i++) {
+		rc = umount2(dropped_mnt, 0);
+		if (rc != 0)
+			usleep(100 * 1000);
+	}
+	if (rc != 0)
+		fail_msg("the dropped export's filesystem is still busy 5 s after the reload");
+	dropped_mnt[0] = '\0';
+}
+
 static void other_mark(struct it_server *s)
 {
 	uint8_t other[16];
@@ -1733,6 +1771,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_second_server_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_state_files_are_private, test_teardown),
 		cmocka_unit_test_teardown(test_dropped_export_is_synced_before_trim, drop_teardown),
+		cmocka_unit_test_teardown(test_dropped_export_can_be_unmounted, drop_teardown),
 		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
 		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
 		cmocka_unit_test_teardown(test_garbled_stamp_covers_nothing, test_teardown),
