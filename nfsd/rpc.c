@@ -93,6 +93,7 @@ static struct {
 	struct ep_item listeners[RPC_MAX_LISTENERS];
 	unsigned nlisteners;
 	rpc_dispatch_fn dispatch;
+	bool draining;			/* rpc_run stops: calls in flight finish (loop thread) */
 	bool (*inline_ok)(const struct rpc_req *req);
 	pthread_t *threads;
 	unsigned nthreads;
@@ -704,7 +705,7 @@ close:
  * on now */
 static bool conn_resume_due(struct rpc_conn *c)
 {
-	return !c->closed && c->held_len &&
+	return !c->closed && c->held_len && !R.draining &&
 	       __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) < RPC_MAX_QUEUED;
 }
 
@@ -827,6 +828,7 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 		close(R.listeners[i].fd);
 	}
 	R.nlisteners = 0;
+	R.draining = true;	/* no held input resumes: no new calls */
 	uint64_t deadline = rpc_now_ns() + (uint64_t)drain_ms * 1000000ull;
 	while (__atomic_load_n(&R.pending, __ATOMIC_ACQUIRE) > 0 && rpc_now_ns() < deadline) {
 		int n = epoll_wait(R.epfd, evs, 64, 10);
