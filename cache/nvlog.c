@@ -380,11 +380,16 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 	} else if (rc < 0) {
 		return rc;
 	} else {
-		base = pmem_map_file(path, 0, 0, 0, &mlen, &is_pmem);
-		if (!base) {
-			rc = -errno;
-			close(lfd);
-			return rc;
+		struct stat st;
+		if (fstat(lfd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+			base = NULL;	/* empty (a format cut short): nothing to keep */
+		} else {
+			base = pmem_map_file(path, 0, 0, 0, &mlen, &is_pmem);
+			if (!base) {
+				rc = -errno;
+				close(lfd);
+				return rc;
+			}
 		}
 	}
 	if (base) {
@@ -474,6 +479,12 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	*out = NULL;
 	int lfd = -1;
 	rc = nvlog_lock(path, false, &lfd);
+	struct stat lst;
+	if (rc == 0 && o && o->size && fstat(lfd, &lst) == 0 && S_ISREG(lst.st_mode) &&
+	    lst.st_size == 0) {
+		close(lfd);	/* empty (a format cut short): formatted as if new */
+		rc = -ENOENT;
+	}
 	if (rc == -ENOENT && o && o->size) {
 		if ((rc = nvlog_format(path, o->size, o)))
 			return rc;
@@ -481,7 +492,6 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	}
 	if (rc < 0)
 		return rc;
-	struct stat lst;
 	if (fstat(lfd, &lst) == 0 && S_ISREG(lst.st_mode) && lst.st_size < (off_t)NVLOG_MIN_SIZE) {
 		close(lfd);	/* an empty or short file: not a log (nvlog_why_not) */
 		return -EUCLEAN;

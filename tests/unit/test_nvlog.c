@@ -317,14 +317,22 @@ static void test_hostile_log_files(void **state)
 	nvlog_why_not(p, why, sizeof(why));
 	if (!strstr(why, "truncated?"))
 		fail_msg("truncated log: %s", why);
-	/* empty: refused as not a log (was EINVAL) */
+	/* empty (a format cut short, or touched): without a size refused as
+	 * not a log (was EINVAL); with one formatted as if new, and so does
+	 * format (was EINVAL, even forced) */
 	tpath(p, sizeof(p), "empty");
 	int fd = open(p, O_CREAT | O_RDWR, 0600);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(nvlog_open(p, &o, &log), -EUCLEAN);
+	assert_int_equal(nvlog_open(p, NULL, &log), -EUCLEAN);
 	nvlog_why_not(p, why, sizeof(why));
 	assert_non_null(strstr(why, "0 bytes"));
+	assert_int_equal(nvlog_open(p, &o, &log), 0);
+	nvlog_close(log, true);
+	assert_int_equal(truncate(p, 0), 0);
+	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
+	log = open_log(p);
+	nvlog_close(log, true);
 	/* a valid CRC on a tail position near 2^64 (the walk's bound would
 	 * wrap and the log read as empty) */
 	tpath(p, sizeof(p), "wrap");
