@@ -568,8 +568,11 @@ static void test_dotdot_of_a_directory_moved_out(void **state)
 	dotdot_refused(rpc, &dd, "a directory moved out by a local mv");
 	dotdot_refused(rpc, &odd, "a directory moved out by a local mv (outer handle)");
 	assert_int_equal(rename(out, path), 0);
+	/* still serving (not it_server_alive: libnfs's mount of a server with
+	 * nested exports leaks an allocation of its own under ASan) */
+	assert_int_equal(it_getattr(rpc, &oroot, &r), NFS3_OK);
 	it_rpc_close(rpc);
-	assert_true(it_server_alive(&srv));
+	assert_true(it_server_running(&srv));
 }
 
 static void test_ipv6(void **state)
