@@ -539,6 +539,31 @@ static int drop_teardown(void **state)
 	return test_teardown(state);
 }
 
+/* both_exports -- the export and "b", an ext4 image loop-mounted with
+ * mount options opts under srv.dir (dropped_mnt, unmounted by
+ * drop_teardown); reloaded in, the reload done when this returns */
+static const struct it_export both_exports[] = {
+	{ "export", EXPORT_RW },
+	{ "b", EXPORT_RW },
+};
+
+static void add_image_export(char *img, size_t imglen, const char *opts)
+{
+	char cmd[2048], buf[4096];
+
+	snprintf(img, imglen, "%s/b.img", srv.dir);
+	snprintf(dropped_mnt, sizeof(dropped_mnt), "%s/b", srv.dir);
+	snprintf(cmd, sizeof(cmd), "truncate -s 32M '%s' && mkfs.ext4 -q -F '%s' >/dev/null 2>&1 && "
+		 "mkdir -p '%s' && mount -o %s '%s' '%s' && chmod 777 '%s'",
+		 img, img, dropped_mnt, opts, img, dropped_mnt, dropped_mnt);
+	if (system(cmd) != 0) {
+		dropped_mnt[0] = '\0';
+		fail_msg("could not mount an ext4 image: %s", cmd);
+	}
+	assert_int_equal(it_server_reload(&srv, both_exports, 2), 0);
+	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));	/* done when it answers */
+}
+
 static void test_dropped_export_is_synced_before_trim(void **state)
 {
 	/* a reload drops an export whose records are still in the log, their
@@ -546,26 +571,12 @@ static void test_dropped_export_is_synced_before_trim(void **state)
 	 * filesystem before it trims them. The export is an ext4 image
 	 * mounted with a 60 s journal commit, so that nothing but a sync puts
 	 * the data in the image (read with debugfs) within the test */
-	const struct it_export both[] = {
-		{ "export", EXPORT_RW },
-		{ "b", EXPORT_RW },
-	};
 	char img[160], cmd[2048], buf[4096], sum[64], want[64];
 	struct it_fh broot;
 
 	(void)state;
 	start_logged(EXPORT_RW, NULL);
-	snprintf(img, sizeof(img), "%s/b.img", srv.dir);
-	snprintf(dropped_mnt, sizeof(dropped_mnt), "%s/b", srv.dir);
-	snprintf(cmd, sizeof(cmd), "truncate -s 32M '%s' && mkfs.ext4 -q -F '%s' >/dev/null 2>&1 && "
-		 "mkdir -p '%s' && mount -o loop,commit=60 '%s' '%s' && chmod 777 '%s'",
-		 img, img, dropped_mnt, img, dropped_mnt, dropped_mnt);
-	if (system(cmd) != 0) {
-		dropped_mnt[0] = '\0';
-		fail_msg("could not mount an ext4 image: %s", cmd);
-	}
-	assert_int_equal(it_server_reload(&srv, both, 2), 0);
-	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));	/* done when it answers */
+	add_image_export(img, sizeof(img), "loop,commit=60");
 
 	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
 	assert_non_null(m);
@@ -580,7 +591,7 @@ static void test_dropped_export_is_synced_before_trim(void **state)
 	it_rpc_close(rpc);
 
 	/* drop b, then destage everything: the log is trimmed */
-	assert_int_equal(it_server_reload(&srv, both, 1), 0);
+	assert_int_equal(it_server_reload(&srv, both_exports, 1), 0);
 	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));
 	control("{\"cmd\":\"flush\"}\n", buf, sizeof(buf));
 	if (!strstr(buf, "\"ok\":true"))
@@ -608,27 +619,14 @@ static void test_dropped_export_can_be_unmounted(void **state)
 	/* a dropped export's table is kept for its records' sake, but not
 	 * its roots forever: with nothing to destage the destager lets it go,
 	 * and the filesystem can be unmounted (it stayed busy until a flush) */
-	const struct it_export both[] = {
-		{ "export", EXPORT_RW },
-		{ "b", EXPORT_RW },
-	};
-	char img[160], cmd[2048], buf[4096];
+	char img[160], buf[4096];
 
 	(void)state;
 	start_logged(EXPORT_RW, NULL);
-	snprintf(img, sizeof(img), "%s/b.img", srv.dir);
-	snprintf(dropped_mnt, sizeof(dropped_mnt), "%s/b", srv.dir);
-	snprintf(cmd, sizeof(cmd), "truncate -s 32M '%s' && mkfs.ext4 -q -F '%s' >/dev/null 2>&1 && "
-		 "mkdir -p '%s' && mount -o loop '%s' '%s'", img, img, dropped_mnt, img, dropped_mnt);
-	if (system(cmd) != 0) {
-		dropped_mnt[0] = '\0';
-		fail_msg("could not mount an ext4 image: %s", cmd);
-	}
-	assert_int_equal(it_server_reload(&srv, both, 2), 0);
-	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));
+	add_image_export(img, sizeof(img), "loop");
 	control("{\"cmd\":\"exports\"}\n", buf, sizeof(buf));
 	assert_non_null(strstr(buf, dropped_mnt));
-	assert_int_equal(it_server_reload(&srv, both, 1), 0);
+	assert_int_equal(it_server_reload(&srv, both_exports, 1), 0);
 	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));
 	int rc = -1;
 	for (int i = 0; i < 50 && rc != 0; i++) {
