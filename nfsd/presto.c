@@ -777,6 +777,20 @@ void presto_retire(struct xtab *old, const struct xtab *cur)
 		xtab_put(old);
 }
 
+/* retired_drop_locked -- take t off the retired list, if there, with the
+ * list's reference (R.lock held) */
+static void retired_drop_locked(struct xtab *t)
+{
+	for (unsigned k = 0; k < R.n; k++) {
+		if (R.v[k] != t)
+			continue;
+		memmove(&R.v[k], &R.v[k + 1], (R.n - k - 1) * sizeof(R.v[0]));
+		__atomic_store_n(&R.n, R.n - 1, __ATOMIC_RELAXED);
+		xtab_put(t);
+		return;
+	}
+}
+
 /* sync_table -- syncfs each filesystem of x not in done[] (n of them so far,
  * room for max); returns 0 or the last -errno */
 static int sync_table(const struct xtab *x, dev_t *done, size_t *n, size_t max, const char *what)
@@ -844,18 +858,9 @@ int presto_sync_all(void)
 	}
 	/* release the idle ones that this sync covered */
 	pthread_mutex_lock(&R.lock);
-	for (unsigned i = 0; i < nold; i++) {
-		if (!idle[i])
-			continue;
-		for (unsigned k = 0; k < R.n; k++) {
-			if (R.v[k] != old[i])
-				continue;
-			memmove(&R.v[k], &R.v[k + 1], (R.n - k - 1) * sizeof(R.v[0]));
-			__atomic_store_n(&R.n, R.n - 1, __ATOMIC_RELAXED);
-			xtab_put(old[i]);	/* the list's reference */
-			break;
-		}
-	}
+	for (unsigned i = 0; i < nold; i++)
+		if (idle[i])
+			retired_drop_locked(old[i]);
 	pthread_mutex_unlock(&R.lock);
 	for (unsigned i = 0; i < nold; i++)
 		xtab_put(old[i]);
@@ -888,16 +893,11 @@ static void retired_settle(void)
 	size_t ndone = 0;
 	bool synced = sync_table(t, done, &ndone, sizeof(done) / sizeof(done[0]),
 				 "dropped export") == 0;
-	pthread_mutex_lock(&R.lock);
-	for (unsigned k = 0; synced && k < R.n; k++) {
-		if (R.v[k] != t)
-			continue;
-		memmove(&R.v[k], &R.v[k + 1], (R.n - k - 1) * sizeof(R.v[0]));
-		__atomic_store_n(&R.n, R.n - 1, __ATOMIC_RELAXED);
-		xtab_put(t);	/* the list's reference */
-		break;
+	if (synced) {
+		pthread_mutex_lock(&R.lock);
+		retired_drop_locked(t);
+		pthread_mutex_unlock(&R.lock);
 	}
-	pthread_mutex_unlock(&R.lock);
 	xtab_put(t);
 }
 
