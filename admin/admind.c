@@ -211,8 +211,13 @@ static void put(struct writer *w, const char *name, enum admind_kind kind, doubl
 		return;
 	if (kind == ADMIND_RATE)
 		json_object_set_new(w->rates, name, json_real(v));
-	if (kind == ADMIND_RATE && v == 0)
-		return;		/* a missing rate reads as zero while "up" */
+	if (kind == ADMIND_RATE && v == 0) {
+		/* not stored: a missing rate of a known name reads as zero
+		 * while "up" */
+		if (w->db && (rc = admind_db_declare(w->db, name, kind)) < 0 && w->rc == 0)
+			w->rc = rc;
+		return;
+	}
 	if (w->db && (rc = admind_db_put(w->db, w->ts, name, kind, v)) < 0 && w->rc == 0)
 		w->rc = rc;
 }

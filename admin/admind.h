@@ -75,6 +75,10 @@ void admind_db_close(struct admind_db *db);
 int admind_db_begin(struct admind_db *db);
 int admind_db_commit(struct admind_db *db);
 
+/* admind_db_declare -- make metric name known without a value: a rate that
+ * was always zero (zeros are not stored) reads 0 while presto-nfsd is up,
+ * and a name never declared (a typo) reads null */
+int admind_db_declare(struct admind_db *db, const char *name, enum admind_kind kind);
 /* admind_db_put -- store one value of metric name at ts (unix seconds) */
 int admind_db_put(struct admind_db *db, int64_t ts, const char *name, enum admind_kind kind,
 		  double value);

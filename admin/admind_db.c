@@ -267,6 +267,13 @@ static int db_metric_id(struct admind_db *db, const char *name, enum admind_kind
 	return 0;
 }
 
+int admind_db_declare(struct admind_db *db, const char *name, enum admind_kind kind)
+{
+	int64_t id;
+
+	return db_metric_id(db, name, kind, &id);
+}
+
 int admind_db_put(struct admind_db *db, int64_t ts, const char *name, enum admind_kind kind,
 		  double value)
 {
@@ -472,8 +479,6 @@ int admind_db_series(struct admind_db *db, const char *const *names, size_t n, i
 				v = sums[b] / up[b];
 			else if (kind == ADMIND_GAUGE && counts[b] > 0)
 				v = sums[b] / counts[b];
-			else if (!known && up[b] > 0)
-				v = 0;	/* never seen: an idle rate */
 			else
 				v = NAN;
 			json_array_append_new(vals, isnan(v) ? json_null() : json_real(v));

@@ -244,6 +244,11 @@ def run(tmp, nvram, procs):
     ok = s == 200 and doc["source"] == "raw" and len(doc["t"]) == 30 and all(len(v) == 30 for v in doc["series"].values())
     check(ok and any(v and v > 0 for v in doc["series"]["ops"]) and any(v == 1 for v in doc["series"]["up"]),
           "GET /api/series: 30 one-second points, operations recorded", doc)
+    s, doc, _, _ = cl.req("GET", "/api/series?metric=ops.MKNOD,no_such_metric&from=-10&step=1")
+    v = (doc or {}).get("series", {})
+    check(s == 200 and any(x == 0 for x in v.get("ops.MKNOD", [])) and v.get("no_such_metric")
+          and all(x is None for x in v["no_such_metric"]),
+          "a rate that stayed zero reads 0, a name never stored (a typo) reads null", v)
     s, doc, _, _ = cl.req("GET", "/api/series?metric=ops&from=-86400&step=60")
     check(s == 200 and doc["source"] == "rollup" and doc["step"] == 60 and len(doc["t"]) in (1440, 1441),
           "a day at one point a minute comes from the rollups", doc and {k: doc[k] for k in ("source", "step")})
