@@ -341,6 +341,15 @@ static int nvlog_count_cb(void *arg, const struct nvlog_walk_rec *r)
  * description): mappings made through other descriptors do not hold it, and
  * it goes with the last close or the process. -EBUSY when another holds it.
  */
+/* nvlog_empty -- whether fd is an empty regular file: a format cut short
+ * between creating the file and sizing it, or a touched one */
+static bool nvlog_empty(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
 static int nvlog_lock(const char *path, bool create, int *fdp)
 {
 	int fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0600);
@@ -380,9 +389,8 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 	} else if (rc < 0) {
 		return rc;
 	} else {
-		struct stat st;
-		if (fstat(lfd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
-			base = NULL;	/* empty (a format cut short): nothing to keep */
+		if (nvlog_empty(lfd)) {
+			base = NULL;	/* nothing to keep */
 		} else {
 			base = pmem_map_file(path, 0, 0, 0, &mlen, &is_pmem);
 			if (!base) {
@@ -479,10 +487,8 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	*out = NULL;
 	int lfd = -1;
 	rc = nvlog_lock(path, false, &lfd);
-	struct stat lst;
-	if (rc == 0 && o && o->size && fstat(lfd, &lst) == 0 && S_ISREG(lst.st_mode) &&
-	    lst.st_size == 0) {
-		close(lfd);	/* empty (a format cut short): formatted as if new */
+	if (rc == 0 && o && o->size && nvlog_empty(lfd)) {
+		close(lfd);	/* formatted as if new */
 		rc = -ENOENT;
 	}
 	if (rc == -ENOENT && o && o->size) {
@@ -492,6 +498,7 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	}
 	if (rc < 0)
 		return rc;
+	struct stat lst;
 	if (fstat(lfd, &lst) == 0 && S_ISREG(lst.st_mode) && lst.st_size < (off_t)NVLOG_MIN_SIZE) {
 		close(lfd);	/* an empty or short file: not a log (nvlog_why_not) */
 		return -EUCLEAN;

@@ -37,10 +37,10 @@ static size_t ml_bytes;
 #define ML_HOST_MAX 64
 #define ML_BYTES_MAX (512 * 1024)
 
-/* ml_size -- what an entry adds to a DUMP reply, about */
-static size_t ml_size(const struct mount_entry *m)
+/* ml_size -- what an entry of host and dir adds to a DUMP reply, about */
+static size_t ml_size(const char *host, const char *dir)
 {
-	return 32 + strlen(m->host) + strlen(m->dir);
+	return 32 + strlen(host) + strlen(dir);
 }
 
 /* ml_norm -- dir in one spelling: no repeated "/", no "." component, no
@@ -82,7 +82,7 @@ static void ml_add(const char *host, const char *path)
 			goto out;
 		of_host++;
 	}
-	if (of_host >= ML_HOST_MAX || ml_bytes + 32 + strlen(host) + strlen(dir) > ML_BYTES_MAX)
+	if (of_host >= ML_HOST_MAX || ml_bytes + ml_size(host, dir) > ML_BYTES_MAX)
 		goto out;
 	struct mount_entry *m = calloc(1, sizeof(*m));
 	if (!m || !(m->dir = strdup(dir))) {
@@ -92,7 +92,7 @@ static void ml_add(const char *host, const char *path)
 	snprintf(m->host, sizeof(m->host), "%s", host);
 	m->next = ml_head;
 	ml_head = m;
-	ml_bytes += ml_size(m);
+	ml_bytes += ml_size(m->host, m->dir);
 out:
 	pthread_mutex_unlock(&ml_lock);
 }
@@ -109,7 +109,7 @@ static void ml_remove(const char *host, const char *path)
 		struct mount_entry *m = *pp;
 		if (strcmp(m->host, host) == 0 && (!path || strcmp(m->dir, dir) == 0)) {
 			*pp = m->next;
-			ml_bytes -= ml_size(m);
+			ml_bytes -= ml_size(m->host, m->dir);
 			free(m->dir);
 			free(m);
 		} else {

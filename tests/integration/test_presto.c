@@ -1216,22 +1216,33 @@ static void test_drc_survives_crash(void **state)
 	assert_int_equal(st, NFS3ERR_NOENT);
 }
 
+/* connect_create -- a connection to srv's NFS, and an empty file name
+ * CREATEd (UNCHECKED, 0644) in the export's root into *f */
+static struct rpc_context *connect_create(const char *name, struct it_fh *f)
+{
+	struct it_fh root;
+	struct rpc_context *rpc;
+
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &root, name, UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	*f = r.fh;
+	return rpc;
+}
+
 static void test_nopresto_export(void **state)
 {
 	/* with the log present, a nopresto export writes through: FILE_SYNC
 	 * writes are FILE_SYNC and the data is there */
 	struct rpc_context *rpc;
-	struct it_fh root, f;
+	struct it_fh f;
 	size_t len;
 	char *p;
 
 	(void)state;
 	start_logged("127.0.0.1(rw,insecure,no_root_squash,nopresto)", NULL);
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-	assert_non_null(rpc);
-	assert_int_equal(it_create(rpc, &root, "plain", UNCHECKED, 0644, NULL, &r), NFS3_OK);
-	f = r.fh;
+	rpc = connect_create("plain", &f);
 	assert_int_equal(it_write(rpc, &f, 0, "written through", 15, FILE_SYNC, &r), NFS3_OK);
 	assert_int_equal(r.committed, FILE_SYNC);
 	assert_int_equal(it_write(rpc, &f, 15, "!", 1, UNSTABLE, &r), NFS3_OK);
@@ -1324,7 +1335,7 @@ static void test_export_without_xattrs_writes_through(void **state)
 	 * is off for it (changes durable before the reply, nothing logged),
 	 * it says why, and "enable" refuses */
 	struct rpc_context *rpc;
-	struct it_fh root, f;
+	struct it_fh f;
 	char buf[65536];
 
 	(void)state;
@@ -1352,11 +1363,7 @@ static void test_export_without_xattrs_writes_through(void **state)
 	if (!strstr(out, "off (its root refuses the log's extended attribute)"))
 		fail_msg("presto does not say why the export is off:\n%s", out);
 	uint64_t a0 = log_appends();
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-	assert_non_null(rpc);
-	assert_int_equal(it_create(rpc, &root, "through", UNCHECKED, 0644, NULL, &r), NFS3_OK);
-	f = r.fh;
+	rpc = connect_create("through", &f);
 	assert_int_equal(it_write(rpc, &f, 0, "written through!", 16, FILE_SYNC, &r), NFS3_OK);
 	it_rpc_close(rpc);
 	if (log_appends() != a0)
@@ -1378,7 +1385,7 @@ static void test_commit_after_switching_on(void **state)
 	 * export is switched on, COMMIT answers without a sync, so its
 	 * verifier must differ and the client sends the data again */
 	struct rpc_context *rpc;
-	struct it_fh root, f;
+	struct it_fh f;
 	char buf[4096], req[512], off_verf[8], on_verf[8];
 	COMMIT3args c;
 
@@ -1387,11 +1394,7 @@ static void test_commit_after_switching_on(void **state)
 	snprintf(req, sizeof(req), "{\"cmd\":\"disable\",\"exports\":[\"%s\"]}\n", srv.export);
 	control(req, buf, sizeof(buf));
 	assert_non_null(strstr(buf, "\"ok\":true"));
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-	assert_non_null(rpc);
-	assert_int_equal(it_create(rpc, &root, "u", UNCHECKED, 0644, NULL, &r), NFS3_OK);
-	f = r.fh;
+	rpc = connect_create("u", &f);
 	c = (COMMIT3args){ .file = it_fh3(&f) };
 	assert_int_equal(it_write(rpc, &f, 0, "unstable", 8, UNSTABLE, &r), NFS3_OK);
 	assert_int_equal(r.committed, UNSTABLE);
