@@ -14,8 +14,9 @@
  *
  * presto-nfsd going away is a gap: no "up" sample is written while the
  * control socket does not answer, and the first sample after it came back
- * (a new pid) only sets the baseline of the counters. A reset of the
- * statistics (counters going down) counts from zero.
+ * (a new pid) only sets the baseline of the counters. After a reset of
+ * the statistics (presto-nfsd's "resets" count changed) the counters count
+ * from zero; a counter that went down is taken as reset too.
  *
  * Locks: one mutex, held only to swap or copy the snapshot. The HTTP side
  * never dumps the shared object (jansson's encoder is not documented as
@@ -82,6 +83,7 @@ struct ctr {
 struct sample {
 	bool have;
 	int64_t pid;
+	double resets;		/* presto-nfsd's count of statistics resets */
 	double mono;		/* seconds, CLOCK_MONOTONIC, when answered */
 	size_t n;
 	struct ctr c[ADMIND_MAX_CTRS];
@@ -349,6 +351,14 @@ static json_t *sampler_query(struct sampler *s, const char *cmd)
 	return ans;
 }
 
+/* prev_zero -- the counters as a reset left them, for the first sample
+ * after one: every count the sample holds was made since */
+static void prev_zero(struct sample *prev)
+{
+	for (size_t i = 0; i < prev->n; i++)
+		prev->c[i].v = 0;
+}
+
 static void sampler_tick(struct sampler *s)
 {
 	int64_t ts = time(NULL);
@@ -371,6 +381,9 @@ static void sampler_tick(struct sampler *s)
 		s->cur.pid = pid;
 		s->cur.mono = mono_s();
 		sample_counters(stats, &s->cur);
+		s->cur.resets = num(stats, "resets");
+		if (s->prev.have && s->prev.resets != s->cur.resets)
+			prev_zero(&s->prev);	/* reset since: all of it is new */
 		s->cur.have = true;
 		if (admind_db_begin(s->db) == 0) {
 			sample_write(&w, stats, status, &s->prev, &s->cur);

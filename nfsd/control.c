@@ -121,6 +121,7 @@ static char ctl_tag_listen, ctl_tag_event;
 /* process start and start of the statistics interval (CLOCK_MONOTONIC ns) */
 static int64_t ctl_start_ns;
 static _Atomic int64_t ctl_interval_ns;
+static _Atomic uint64_t ctl_resets;	/* statistics resets since start */
 
 static int64_t ctl_now_ns(void)
 {
@@ -214,6 +215,9 @@ static void set_times(json_t *rep)
 	json_object_set_new(rep, "uptime_s", json_integer((now - ctl_start_ns) / 1000000000));
 	json_object_set_new(rep, "interval_s",
 			    json_integer((now - atomic_load(&ctl_interval_ns)) / 1000000000));
+	/* a reader of the counters tells a reset by this, not by a counter
+	 * going down: one may climb past its old value before it looks */
+	json_object_set_new(rep, "resets", json_integer((json_int_t)atomic_load(&ctl_resets)));
 }
 
 /* The modifying NFSv3 procedures, whose successful calls each append one
@@ -373,6 +377,7 @@ static int cmd_reset(json_t *req, json_t *rep, char *err, size_t errlen)
 	stats_reset();
 	presto_reset_stats();
 	atomic_store(&ctl_interval_ns, ctl_now_ns());
+	atomic_fetch_add(&ctl_resets, 1);
 	return 0;
 }
 

@@ -165,6 +165,22 @@ def start_admind(procs, tmp, listen="127.0.0.1:0", extra=(), log_name="admind.lo
     return p, (int(m.group(1)) if m else None)
 
 
+def nulls(port, n):
+    """n NFSv3 NULL calls (RFC 5531 records, AUTH_NONE), pipelined, replies read"""
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=10) as so:
+        body = b"".join(
+            (0x80000028).to_bytes(4, "big") + b"".join(x.to_bytes(4, "big") for x in
+                                                         (0x5000 + i, 0, 2, 100003, 3, 0, 0, 0, 0, 0))
+            for i in range(n))
+        so.sendall(body)
+        need, got = 28 * n, 0   # a NULL reply: mark, xid, REPLY, accepted, verifier, SUCCESS
+        while got < need:
+            b = so.recv(65536)
+            if not b:
+                raise OSError("presto-nfsd closed the connection after %d of %d bytes" % (got, need))
+            got += len(b)
+
+
 def wait_for(fn, seconds):
     end = time.time() + seconds
     while time.time() < end:
@@ -429,6 +445,21 @@ def run(tmp, nvram, procs):
     s, doc, _, _ = cl.req("GET", "/api/stats")
     after = sum(p["count"] for p in doc["stats"]["procs"])
     check(after < before, "the counters start again after a reset (%d -> %d)" % (before, after))
+
+    # A counter that climbs past its old value before the sampler looks
+    # again hides a reset unless presto-nfsd says it reset: then every
+    # count of the next sample is new. NULL calls, sent here and nowhere
+    # else, so their count is known.
+    nulls(nfs_port, 3000)
+    time.sleep(2.5)             # the sampler's baseline holds the 3000
+    t0 = int(time.time())
+    s, doc, _, _ = cl.req("POST", "/api/stats/reset", headers=auth)
+    nulls(nfs_port, 6000)       # within the same second, as a rule
+    time.sleep(2.5)
+    s, doc, _, _ = cl.req("GET", "/api/series?metric=ops.NULL&from=%d&to=%d&step=1" % (t0, int(time.time())))
+    got = sum(v for v in (doc or {}).get("series", {}).get("ops.NULL", []) if v)
+    check(s == 200 and 4500 <= got <= 7500,
+          "the NULLs after a reset are counted whole, not less the 3000 before it (%.0f of 6000)" % got, doc)
 
     # ---- oversized and malformed requests ----
     s, doc, _, _ = cl.req("POST", epath, headers=auth, raw_body=b"x" * 100000)
