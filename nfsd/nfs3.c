@@ -992,12 +992,15 @@ static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj
 }
 
 /* create_finish -- after the object exists: set its attributes (as the
- * caller), fill handle and attributes, commit. */
+ * caller), fill handle and attributes, commit. An attribute that cannot be
+ * set (a group the caller is not in, a size past the limit) is the answer,
+ * but the object exists all the same, and may be looked up and used: it is
+ * logged as it is, as SETATTR logs what it changed before failing. */
 static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, const sattr3 *sa,
 			      bool skip_mode, post_op_fh3 *pfh, post_op_attr *pa)
 {
 	struct obj n = OBJ_INIT;
-	nfsstat3 st = NFS3_OK;
+	nfsstat3 st = NFS3_OK, refused = NFS3_OK;
 
 	n.xe = d->xe;
 	n.opts = d->opts;
@@ -1020,10 +1023,8 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 			}
 		}
 		int rc = apply_sattr(c, &n, sa, skip_mode);
-		if (rc < 0) {
-			st = vfs_nfserr(rc);
-			goto out;
-		}
+		if (rc < 0)
+			refused = vfs_nfserr(rc);
 	}
 	/* one handle and one stat of the new object serve the reply and the
 	 * log record */
@@ -1061,6 +1062,8 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 		}
 	}
 	st = commit_change(c, d, d->fd, name);
+	if (st == NFS3_OK)
+		st = refused;
 out:
 	obj_put(&n);
 	return st;
@@ -1126,6 +1129,7 @@ again:
 		goto fail;
 	}
 	bool created = false;
+	nfsstat3 refused = NFS3_OK;
 	if (mknodat(d.fd, name, S_IFREG | (args->how.mode == EXCLUSIVE ? 0600 : mode), 0) == 0) {
 		created = true;
 		if (args->how.mode == EXCLUSIVE) {
@@ -1135,10 +1139,8 @@ again:
 				{ .tv_sec = be32(args->how.createhow3_u.verf) & 0x7fffffff },
 				{ .tv_sec = be32(args->how.createhow3_u.verf + 4) & 0x7fffffff },
 			};
-			if (utimensat(d.fd, name, ts, AT_SYMLINK_NOFOLLOW) < 0) {
-				res->status = vfs_nfserr(errno);
-				goto fail;
-			}
+			if (utimensat(d.fd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
+				refused = vfs_nfserr(errno);	/* the file is logged all the same */
 		}
 	} else if (errno != EEXIST) {
 		res->status = vfs_nfserr(errno);
@@ -1194,11 +1196,13 @@ again:
 		}
 	}
 	res->status = create_finish(c, &d, name, sa, true, &ok->obj, &ok->obj_attributes);
+	if (res->status == NFS3_OK)
+		res->status = refused;
 	if (!created && c->txn.has_op) {
 		/* an existing file: only a truncation (UNCHECKED with size 0)
 		 * changed it; log that as a SETATTR of the file */
 		plog_create pc = c->txn.op.plog_op_u.create;
-		if (sa && sa->size.set_it) {
+		if (sa && sa->size.set_it && res->status == NFS3_OK) {
 			plog_setattr *ps = &c->txn.op.plog_op_u.setattr;
 			plog_kh res_kh = pc.result;
 			memset(ps, 0, sizeof(*ps));

@@ -327,6 +327,89 @@ static void test_replay_restores_lost_writes(void **state)
 			 strlen(target));
 }
 
+/* the creations refused an attribute, and what was made in them, lost with
+ * the root's stamp (they share its journal) as by a power cut */
+static void lose_refused(struct it_server *s)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", it_path(s, "nogid"), it_path(s, "huge"));
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(removexattr(it_path(s, "."), "trusted.presto.lsn"), 0);
+}
+
+/* expect_file -- the file name of the export holds exactly text */
+static void expect_file(const char *name, const char *text)
+{
+	size_t len;
+	char *p = it_read_file(it_path(&srv, name), &len);
+
+	if (!p)
+		fail_msg("%s is missing", name);
+	if (len != strlen(text) || memcmp(p, text, len) != 0)
+		fail_msg("%s: %zu bytes, not \"%s\"", name, len, text);
+	free(p);
+}
+
+static void test_creation_refused_an_attribute_is_logged(void **state)
+{
+	/* MKDIR with a group the caller is not in answers PERM, CREATE with a
+	 * size past the limit FBIG, but both objects exist, and a client may
+	 * look them up and use them: what it is told is done there must
+	 * survive a power cut, so the creations are logged all the same */
+	struct it_fh root, dir, f, huge;
+	MKDIR3args m;
+	CREATE3args c;
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	assert_int_equal(chmod(srv.export, 0777), 0);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	rpc_set_auth(rpc, libnfs_authunix_create("it", 1000, 1000, 0, NULL));
+	memset(&m, 0, sizeof(m));
+	m.where.dir = it_fh3(&root);
+	m.where.name = "nogid";
+	m.attributes.mode.set_it = TRUE;
+	m.attributes.mode.set_mode3_u.mode = 0755;
+	m.attributes.gid.set_it = TRUE;
+	m.attributes.gid.set_gid3_u.gid = 4242;
+	assert_int_equal(it_nfs3(rpc, NFS3_MKDIR, &m, &r), NFS3ERR_PERM);
+	memset(&c, 0, sizeof(c));
+	c.where.dir = it_fh3(&root);
+	c.where.name = "huge";
+	c.how.mode = GUARDED;
+	c.how.createhow3_u.obj_attributes.size.set_it = TRUE;
+	c.how.createhow3_u.obj_attributes.size.set_size3_u.size = 1ull << 62;
+	assert_int_equal(it_nfs3(rpc, NFS3_CREATE, &c, &r), NFS3ERR_FBIG);
+
+	assert_int_equal(it_lookup(rpc, &root, "nogid", &r), NFS3_OK);
+	dir = r.fh;
+	assert_int_equal(it_create(rpc, &dir, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 0, "in nogid", 8, FILE_SYNC, &r), NFS3_OK);
+	assert_int_equal(it_lookup(rpc, &root, "huge", &r), NFS3_OK);
+	huge = r.fh;
+	assert_int_equal(it_write(rpc, &huge, 0, "in huge", 7, FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(rpc);
+
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, lose_refused), 0);
+	struct stat st;
+	assert_int_equal(stat(it_path(&srv, "nogid"), &st), 0);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 1000 || (st.st_mode & 07777) != 0755)
+		fail_msg("nogid after replay: mode %o uid %u, not a directory 0755 of uid 1000",
+			 st.st_mode, st.st_uid);
+	expect_file("nogid/f", "in nogid");
+	expect_file("huge", "in huge");
+	/* the handles the client held still work */
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_getattr(rpc, &f, &r), NFS3_OK);
+	assert_int_equal(it_getattr(rpc, &huge, &r), NFS3_OK);
+	it_rpc_close(rpc);
+}
+
 #define MARK_XATTR "trusted.presto.export"
 static uint8_t saved_mark[16];
 static char kept_data[5000];
@@ -1767,6 +1850,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_small_log_never_drops, test_teardown),
 		cmocka_unit_test_teardown(test_replay_never_rolls_back, test_teardown),
 		cmocka_unit_test_teardown(test_replay_restores_lost_writes, test_teardown),
+		cmocka_unit_test_teardown(test_creation_refused_an_attribute_is_logged, test_teardown),
 		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
 		cmocka_unit_test_teardown(test_reload_keeps_marks, test_teardown),
 		cmocka_unit_test_teardown(test_second_server_is_refused, test_teardown),
