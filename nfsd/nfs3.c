@@ -1795,9 +1795,21 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 					st = call_defer(c);
 					goto out;
 				}
-				have_st = !outside &&
-					  fstatat(efd, en, &est, AT_SYMLINK_NOFOLLOW | (en[0] ? 0 : AT_EMPTY_PATH)) == 0;
+				/* attributes and handle of one inode: the name is
+				 * looked up once (a local rename between two lookups
+				 * would pair one file's attributes with another's
+				 * handle) */
+				int ofd = -1;
+				if (!outside && en[0]) {
+					ofd = openat(efd, en, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+					efd = ofd;
+					en = "";
+				}
+				have_st = !outside && efd >= 0 &&
+					  fstatat(efd, en, &est, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) == 0;
 				have_fh = have_st && handle_of(d, efd, en, &efh, NULL) == 0;
+				if (ofd >= 0)
+					close(ofd);
 				if (presto)
 					presto_dir_release(stripe);
 				if (have_st)

@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -373,6 +375,77 @@ static void test_readdir_while_changing(void **state)
 	it_res_free(&g);
 }
 
+static void test_readdirplus_while_renamed_over(void **state)
+{
+	/* a local process renames two files over "x" in turn while READDIRPLUS
+	 * lists it: each entry's attributes and handle are of one inode, as
+	 * GETATTR of the handle shows (looking the name up twice paired one
+	 * file's attributes with the other's handle). At most 3 s. */
+	struct it_res g;
+	struct it_fh d;
+	char path[300];
+	int calls = 0, checked = 0;
+
+	(void)state;
+	it_res_init(&g);
+	assert_int_equal(it_mkdir(cl[0], &root, "flip", 0777, &r), NFS3_OK);
+	d = r.fh;
+	for (const char *n = "pq"; *n; n++) {
+		snprintf(path, sizeof(path), "%s/flip/%c", srv.export, *n);
+		assert_int_equal(it_write_file(path, n, 1, 0644), 0);
+	}
+	/* x is always p's or q's inode, each of which keeps a name: a handle
+	 * of x never goes stale */
+	snprintf(path, sizeof(path), "%s/flip", srv.export);
+	char q[330], x[330];
+	snprintf(q, sizeof(q), "%s/q", path);
+	snprintf(x, sizeof(x), "%s/x", path);
+	assert_int_equal(link(q, x), 0);	/* (of p, the first rename would do nothing) */
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		alarm(30);
+		if (chdir(path) < 0)
+			_exit(1);
+		for (;;) {
+			if (link("p", "t1") == 0)
+				rename("t1", "x");
+			if (link("q", "t2") == 0)
+				rename("t2", "x");
+		}
+	}
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		READDIRPLUS3args a = { .dir = it_fh3(&d), .dircount = 4096, .maxcount = 16384 };
+
+		assert_int_equal(it_nfs3(cl[0], NFS3_READDIRPLUS, &a, &r), NFS3_OK);
+		calls++;
+		for (size_t i = 0; i < r.nents; i++) {
+			struct it_dirent *e = &r.ents[i];
+
+			if (strcmp(e->name, "x") != 0 || !e->has_attr || !e->has_fh)
+				continue;
+			assert_int_equal(it_getattr(cl[1], &e->fh, &g), NFS3_OK);
+			checked++;
+			if (g.attr.fileid != e->attr.fileid) {
+				kill(kid, SIGKILL);
+				waitpid(kid, NULL, 0);
+				fail_msg("READDIRPLUS call %d: x has the attributes of inode %llu and "
+					 "the handle of inode %llu", calls,
+					 (unsigned long long)e->attr.fileid,
+					 (unsigned long long)g.attr.fileid);
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (calls < 5000 && (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 3000);
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	assert_true(checked > 0);
+	print_message("%d READDIRPLUS calls, %d entries x checked\n", calls, checked);
+	it_res_free(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +454,7 @@ int main(void)
 		cmocka_unit_test(test_parallel_writes_one_file),
 		cmocka_unit_test(test_namespace_storm),
 		cmocka_unit_test(test_readdir_while_changing),
+		cmocka_unit_test(test_readdirplus_while_renamed_over),
 	};
 
 	it_init(58);
