@@ -1465,7 +1465,12 @@ struct replay_ctx {
  */
 static void replay_stamp(struct replay_ctx *rc, int fd)
 {
-	if (__atomic_load_n(&P.rec_errors, __ATOMIC_RELAXED) == 0)
+	/* never lowered: after a reboot a file's or directory's stamp is not
+	 * trusted for its data and attributes, so its records are applied
+	 * again, but a directory's stamp still proves its namespace records
+	 * applied, and a later record's stamp must stay */
+	if (__atomic_load_n(&P.rec_errors, __ATOMIC_RELAXED) == 0 &&
+	    !stamp_covers(fd, rc->epoch, rc->lsn))
 		stamp_set(fd, true, rc->epoch, rc->lsn);
 }
 

@@ -896,6 +896,49 @@ static void test_retry_of_replay_after_reboot_trusts_no_file_stamp(void **state)
 	expect_kept("t", "a file stamp was trusted by the retry of a replay that began after a reboot");
 }
 
+/* a start "after a reboot" (the retry of a replay that began after one):
+ * no file's stamp is trusted, everything stays on disk */
+static void pending_after_reboot(struct it_server *s)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/state/replay-pending", s->dir);
+	assert_int_equal(it_write_file(path, "untrusted\n", 10, 0600), 0);
+}
+
+static void test_replay_after_reboot_keeps_directory_stamps(void **state)
+{
+	/* after a reboot a directory's SETATTR is applied again (its stamp is
+	 * not trusted for attributes), but its stamp must not go back to that
+	 * record's LSN: the LINK and RENAME after it would then look undone,
+	 * and replay would bring D/l back (f with three links) */
+	struct it_fh root, d, e, f;
+	struct stat st;
+
+	(void)state;
+	start_logged(EXPORT_RW, no_destage);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_mkdir(rpc, &root, "D", 0755, &r), NFS3_OK);
+	d = r.fh;
+	assert_int_equal(it_mkdir(rpc, &root, "E", 0755, &r), NFS3_OK);
+	e = r.fh;
+	assert_int_equal(it_create(rpc, &root, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_setattr_mode(rpc, &d, 0750, &r), NFS3_OK);
+	assert_int_equal(it_link(rpc, &f, &d, "l", &r), NFS3_OK);
+	assert_int_equal(it_rename(rpc, &d, "l", &e, "g", &r), NFS3_OK);
+	it_rpc_close(rpc);
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, pending_after_reboot), 0);
+	if (lstat(it_path(&srv, "D/l"), &st) == 0)
+		fail_msg("D/l, renamed to E/g, is back after the replay");
+	assert_int_equal(lstat(it_path(&srv, "E/g"), &st), 0);
+	assert_int_equal(lstat(it_path(&srv, "f"), &st), 0);
+	assert_int_equal(st.st_nlink, 2);
+	assert_int_equal(lstat(it_path(&srv, "D"), &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0750);
+}
+
 /* a replay that cannot write past 512 KiB (RLIMIT_FSIZE, inherited by the
  * restarted server; SIGXFSZ is ignored there, so the write is EFBIG) */
 static struct rlimit fsize_saved;
@@ -1862,6 +1905,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_garbled_stamp_covers_nothing, test_teardown),
 		cmocka_unit_test_teardown(test_retry_of_replay_after_reboot_trusts_no_file_stamp,
 					  test_teardown),
+		cmocka_unit_test_teardown(test_replay_after_reboot_keeps_directory_stamps, test_teardown),
 		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
 		cmocka_unit_test_teardown(test_commit_after_switching_on, test_teardown),
