@@ -2264,16 +2264,19 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 			P.state = "ERROR";
 			return -EIO;
 		}
+		rc = presto_sync_all();
+		if (rc < 0) {
+			P.state = "ERROR";
+			return rc;
+		}
+		/* redirects of objects removed later go only now: until the
+		 * removal is durable, a retry of this replay needs them to
+		 * tell the re-created object from another */
 		size_t before = P.nrd;
 		rd_prune(xt);
 		if ((P.nrd > 0 || before > 0) && (rc = rd_save()) < 0) {
 			errno = -rc;
 			log_warn("saving %s/redirects", P.conf.state_dir);
-			P.state = "ERROR";
-			return rc;
-		}
-		rc = presto_sync_all();
-		if (rc < 0) {
 			P.state = "ERROR";
 			return rc;
 		}
