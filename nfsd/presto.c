@@ -1455,6 +1455,7 @@ struct replay_ctx {
 		bool whole;
 	} wf[16];
 	unsigned nwf;
+	bool unexported;		/* a record names an export not in xt */
 };
 
 /*
@@ -2117,7 +2118,27 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 		return 0;
 	}
 	xdr_destroy(&x);
-	if (rc->apply) {
+	if (!rc->apply) {
+		const plog_op *op = &r.op;
+		uint32_t ids[2] = { 0, 0 };
+		switch (op->type) {
+		case PLOG_WRITE: ids[0] = ids[1] = op->plog_op_u.write.file.export_id; break;
+		case PLOG_SETATTR: ids[0] = ids[1] = op->plog_op_u.setattr.obj.export_id; break;
+		case PLOG_CREATE: ids[0] = ids[1] = op->plog_op_u.create.dir.export_id; break;
+		case PLOG_REMOVE: ids[0] = ids[1] = op->plog_op_u.remove.dir.export_id; break;
+		case PLOG_RENAME:
+			ids[0] = op->plog_op_u.rename.fromdir.export_id;
+			ids[1] = op->plog_op_u.rename.todir.export_id;
+			break;
+		case PLOG_LINK:
+			ids[0] = op->plog_op_u.link.file.export_id;
+			ids[1] = op->plog_op_u.link.dir.export_id;
+			break;
+		}
+		for (int i = 0; i < 2; i++)
+			if (!xtab_by_id(rc->xt, ids[i]))
+				rc->unexported = true;
+	} else {
 		switch (r.op.type) {
 		case PLOG_WRITE:
 			e = replay_write(rc, &r.op.plog_op_u.write);
@@ -2263,6 +2284,14 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 				  (unsigned long long)P.rec_errors, (unsigned long long)P.rec_records);
 			P.state = "ERROR";
 			return -EIO;
+		}
+		if (rctx.unexported) {
+			/* the page cache survived, but some records are of an
+			 * export no longer in the table: its filesystem is
+			 * synced by no syncfs below (unmounted, it was synced) */
+			log_info("recovery: the log holds records of an export no longer exported; "
+				 "syncing every filesystem");
+			sync();
 		}
 		rc = presto_sync_all();
 		if (rc < 0) {

@@ -647,6 +647,28 @@ static void add_image_export(char *img, size_t imglen, const char *opts)
 	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));	/* done when it answers */
 }
 
+/* image_holds_kept -- whether /f of the ext4 image img holds kept_data:
+ * what the image holds (debugfs reads it), not the page cache */
+static bool image_holds_kept(const char *img)
+{
+	char cmd[2048], sum[64] = "", want[64] = "";
+
+	snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /f' '%s' 2>/dev/null | md5sum | cut -c1-32", img);
+	FILE *pf = popen(cmd, "r");
+	assert_non_null(pf);
+	assert_non_null(fgets(sum, sizeof(sum), pf));
+	pclose(pf);
+	snprintf(cmd, sizeof(cmd), "%s/kept.ref", srv.dir);
+	assert_int_equal(it_write_file(cmd, kept_data, sizeof(kept_data), 0644), 0);
+	char sh[2200];
+	snprintf(sh, sizeof(sh), "md5sum < '%s' | cut -c1-32", cmd);
+	pf = popen(sh, "r");
+	assert_non_null(pf);
+	assert_non_null(fgets(want, sizeof(want), pf));
+	pclose(pf);
+	return strcmp(sum, want) == 0;
+}
+
 static void test_dropped_export_is_synced_before_trim(void **state)
 {
 	/* a reload drops an export whose records are still in the log, their
@@ -654,7 +676,7 @@ static void test_dropped_export_is_synced_before_trim(void **state)
 	 * filesystem before it trims them. The export is an ext4 image
 	 * mounted with a 60 s journal commit, so that nothing but a sync puts
 	 * the data in the image (read with debugfs) within the test */
-	char img[160], cmd[2048], buf[4096], sum[64], want[64];
+	char img[160], buf[4096];
 	struct it_fh broot;
 
 	(void)state;
@@ -680,21 +702,48 @@ static void test_dropped_export_is_synced_before_trim(void **state)
 	if (!strstr(buf, "\"ok\":true"))
 		fail_msg("flush: %s", buf);
 
-	/* what the image holds, not the page cache */
-	snprintf(cmd, sizeof(cmd), "debugfs -R 'cat /f' '%s' 2>/dev/null | md5sum | cut -c1-32", img);
-	FILE *pf = popen(cmd, "r");
-	assert_non_null(pf);
-	assert_non_null(fgets(sum, sizeof(sum), pf));
-	pclose(pf);
-	snprintf(cmd, sizeof(cmd), "%s/kept.ref", srv.dir);
-	assert_int_equal(it_write_file(cmd, kept_data, sizeof(kept_data), 0644), 0);
-	snprintf(buf, sizeof(buf), "md5sum < '%s' | cut -c1-32", cmd);
-	pf = popen(buf, "r");
-	assert_non_null(pf);
-	assert_non_null(fgets(want, sizeof(want), pf));
-	pclose(pf);
-	if (strcmp(sum, want) != 0)
+	if (!image_holds_kept(img))
 		fail_msg("the log was trimmed but the dropped export's data is not on its disk");
+}
+
+/* a restart in the same boot (the page cache survived: nothing is
+ * replayed, the filesystems are synced and the log trimmed) after b was
+ * dropped from the exports file: b's records are trimmed too, so b's
+ * filesystem must be synced though no export names it */
+static void drop_b_from_exports(struct it_server *s)
+{
+	FILE *f = fopen(s->exports_file, "w");
+
+	assert_non_null(f);
+	fprintf(f, "%s/export %s\n", s->dir, EXPORT_RW);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void test_restart_syncs_dropped_export(void **state)
+{
+	char img[160];
+	struct it_fh broot;
+
+	(void)state;
+	start_logged(EXPORT_RW, no_destage);
+	add_image_export(img, sizeof(img), "loop,commit=60");
+	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	assert_non_null(m);
+	assert_int_equal(it_mnt(m, dropped_mnt, &broot), MNT3_OK);
+	it_rpc_close(m);
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	it_fill(kept_data, sizeof(kept_data), 92);
+	assert_int_equal(it_create(rpc, &broot, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	struct it_fh f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 0, kept_data, sizeof(kept_data), FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(rpc);
+	it_presto_extra[0] = NULL;	/* destage again: the restart trims */
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, drop_b_from_exports), 0);
+	if (!log_says(&srv, "the page cache survived"))
+		fail_msg("the restart in the same boot replayed");
+	if (!image_holds_kept(img))
+		fail_msg("the restart trimmed the dropped export's records, its data not on its disk");
 }
 
 static void test_dropped_export_can_be_unmounted(void **state)
@@ -1900,6 +1949,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_state_files_are_private, test_teardown),
 		cmocka_unit_test_teardown(test_dropped_export_is_synced_before_trim, drop_teardown),
 		cmocka_unit_test_teardown(test_dropped_export_can_be_unmounted, drop_teardown),
+		cmocka_unit_test_teardown(test_restart_syncs_dropped_export, drop_teardown),
 		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
 		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
 		cmocka_unit_test_teardown(test_garbled_stamp_covers_nothing, test_teardown),
