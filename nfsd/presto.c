@@ -30,7 +30,8 @@
  * - CREATE/MKDIR/SYMLINK/MKNOD: if the name exists, or the recorded object
  *   still exists under another name, it was applied; else create it again
  *   and record a redirect from the recorded kernel handle to the new object
- *   (later records and clients' old handles resolve through it).
+ *   (later records and clients' old handles resolve through it); the object
+ *   takes its name only once the redirect is durable (replay_tmp_name).
  * - REMOVE/RMDIR: unlink only if the name still holds the recorded victim
  *   (directly or through a redirect).
  * - RENAME: rename only if the source name still holds the recorded object
@@ -1909,24 +1910,165 @@ static int replay_setattr(struct replay_ctx *rc, const plog_setattr *s)
 	return e;
 }
 
+/*
+ * A re-created object is made under a temporary name in its directory, gets
+ * its attributes there, and takes its own name only once the redirect from
+ * the recorded handle to it is durable (rd_append). A replay killed between
+ * the creation and the redirect must not leave the name taken: the retry
+ * would take the record for applied, and every later record of the old
+ * handle for one whose object was removed later (skipped: acknowledged data
+ * lost). A temporary name is a function of the record, so that the retry
+ * finds what the interrupted replay made, and keyed (under the handle key,
+ * STATE_DIR/fh.key), so that no client can have made one: ".presto-replay-"
+ * and 32 hex digits. It outlives the replay of its record only when the
+ * process dies during it; the retry, which replays the same records, then
+ * finishes the job.
+ */
+#define REPLAY_TMP_PREFIX ".presto-replay-"
+#define REPLAY_TMP_SIZE (sizeof(REPLAY_TMP_PREFIX) + 32)
+
+/* replay_tmp_name -- the temporary name of the object record c creates:
+ * a keyed hash of the log's uuid, the record's epoch and LSN and the
+ * recorded handle. The key is the MAC (fh_mac_of) of a kernel handle that
+ * no filesystem gives out (type "PRTP", bytes a text), and is never shown:
+ * the name is not the MAC of a handle. */
+static int replay_tmp_name(const struct replay_ctx *rc, const plog_create *c,
+			   char out[REPLAY_TMP_SIZE])
+{
+	static const char tag[] = "presto-nfsd replay temp names";
+	struct fh_kernel k = { .type = 0x50525450, .len = sizeof(tag) - 1 };
+	uint8_t key[FH_MAC], h[16], msg[16 + 4 + 8 + 4 + FH_KH_MAX];
+	size_t n = 0;
+	int e;
+
+	_Static_assert(sizeof(tag) - 1 <= FH_KH_MAX, "tag fits a kernel handle");
+	memcpy(k.bytes, tag, k.len);
+	if ((e = fh_mac_of(c->dir.export_id, &k, key)) < 0)
+		return e;
+	uint32_t type = (uint32_t)c->result.type;
+	unsigned len = c->result.bytes.bytes_len <= FH_KH_MAX ? c->result.bytes.bytes_len : FH_KH_MAX;
+	memcpy(msg + n, P.uuid, 16);
+	n += 16;
+	memcpy(msg + n, &rc->epoch, 4);
+	n += 4;
+	memcpy(msg + n, &rc->lsn, 8);
+	n += 8;
+	memcpy(msg + n, &type, 4);
+	n += 4;
+	memcpy(msg + n, c->result.bytes.bytes_val, len);
+	n += len;
+	crypto_generichash(h, sizeof(h), msg, n, key, sizeof(key));
+	memcpy(out, REPLAY_TMP_PREFIX, sizeof(REPLAY_TMP_PREFIX) - 1);
+	hex(out + sizeof(REPLAY_TMP_PREFIX) - 1, h, sizeof(h));
+	return 0;
+}
+
+/* replay_tmp_drop -- remove what the temporary name tmp holds in dirfd, if
+ * anything: the object of a creation that failed (nothing durable leads to
+ * it but a redirect, which rd_prune drops), or, when stray, one left by an
+ * interrupted replay of a record now proved applied otherwise (a state no
+ * sequence of this code leaves: said so). */
+static void replay_tmp_drop(struct replay_ctx *rc, int dirfd, const char *tmp, bool stray)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, tmp, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return;
+	if (stray)
+		log_warnx("replay of LSN %llu: removing %s, left by an interrupted replay of a "
+			  "creation that is applied", (unsigned long long)rc->lsn, tmp);
+	if (unlinkat(dirfd, tmp, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) < 0)
+		log_warn("replay of LSN %llu: removing %s", (unsigned long long)rc->lsn, tmp);
+}
+
+/* replay_tmp_rename -- tmp takes the name name in dirfd, which must not
+ * exist. Returns 0 or -errno (-EEXIST when it does). */
+static int replay_tmp_rename(int dirfd, const char *tmp, const char *name)
+{
+	struct stat st;
+
+	if (renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	/* a filesystem without RENAME_NOREPLACE: nothing else changes the
+	 * tree while the log is replayed (no client is served yet) */
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return -EEXIST;
+	return renameat(dirfd, tmp, dirfd, name) < 0 ? -errno : 0;
+}
+
+/* replay_tmp_finish -- the object of record c is at tmp (made now, or by an
+ * interrupted replay): set its attributes, make the redirect from the
+ * recorded handle to it durable unless it is there already (an interrupted
+ * replay may have saved it: compared by handle), then give it its name and
+ * stamp the directory. An attribute that cannot be set does not stop the
+ * rest (the object exists, as when it was first created; the error is
+ * returned, so no stamp, and a retry finds the name holding the redirect's
+ * target and sets the attributes again); any other failure removes the
+ * object again, so that no temporary name outlives a replay that ran to
+ * its end. */
+static int replay_tmp_finish(struct replay_ctx *rc, const plog_create *c, int dirfd,
+			     const char *tmp)
+{
+	struct fh_kernel old, now, red;
+	int e, ea;
+	int nfd = openat(dirfd, tmp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (nfd < 0) {
+		e = -errno;
+		goto drop;
+	}
+	ea = replay_attr(nfd, &c->attr, (c->type & S_IFMT) == S_IFLNK);
+	e = fh_of(nfd, "", &now, NULL);
+	close(nfd);
+	if (e < 0)
+		goto drop;	/* no redirect could lead to it */
+	kh_from_plog(&c->result, &old);
+	if (!kh_eq(&old, &now) &&
+	    !(presto_redirect(c->dir.export_id, &old, &red) == 0 && kh_eq(&red, &now))) {
+		/* durable before the name is taken (above) */
+		e = rd_add(c->dir.export_id, &old, &now, false);
+		if (e == 0)
+			e = rd_append(c->dir.export_id, &old, &now);
+		if (e < 0)
+			goto drop;
+		CNT_ADD(rec_redirects, 1);
+	}
+	if ((e = replay_tmp_rename(dirfd, tmp, c->name)) < 0)
+		goto drop;
+	if (ea == 0)
+		replay_stamp(rc, dirfd);
+	return ea;
+drop:
+	replay_tmp_drop(rc, dirfd, tmp, false);
+	return e;
+}
+
 static int replay_create(struct replay_ctx *rc, const plog_create *c)
 {
 	if (!name_ok(c->name) || ((c->type & S_IFMT) == S_IFLNK && !c->target))
 		return -EINVAL;
 	int dfd = resolve(rc, &c->dir, 0, NULL);
+	char tmp[REPLAY_TMP_SIZE];
 	struct stat st;
 	int e = 0;
 
 	if (dfd < 0)
 		return dfd == -ESTALE ? 0 : dfd;	/* its directory went later */
-	if (stamped(rc, dfd))
+	if ((e = replay_tmp_name(rc, c, tmp)) < 0)
 		goto out;
+	if (stamped(rc, dfd)) {
+		replay_tmp_drop(rc, dfd, tmp, true);
+		goto out;
+	}
 	if (fstatat(dfd, c->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		/* applied (maybe replaced later); if an interrupted replay
 		 * re-created it (the name holds the object the recorded one
 		 * redirects to, and the directory has no stamp for it), its
 		 * attributes may not have been set: set them */
 		struct fh_kernel want, red, cur;
+		replay_tmp_drop(rc, dfd, tmp, true);
 		kh_from_plog(&c->result, &want);
 		if (presto_redirect(c->dir.export_id, &want, &red) == 0 &&
 		    fh_of(dfd, c->name, &cur, NULL) == 0 && kh_eq(&cur, &red)) {
@@ -1939,6 +2081,12 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 		}
 		goto out;
 	}
+	/* an interrupted replay made the object already: finish the job (before
+	 * the test below, which its redirect, if saved, would pass) */
+	if (fstatat(dfd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		e = replay_tmp_finish(rc, c, dfd, tmp);
+		goto out;
+	}
 	plog_obj res = { c->dir.export_id, c->result };
 	int ofd = resolve(rc, &res, -1, NULL);
 	if (ofd >= 0) {
@@ -1948,42 +2096,20 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 	mode_t mode = c->mode & 07777;
 	switch (c->type & S_IFMT) {
 	case S_IFDIR:
-		e = mkdirat(dfd, c->name, mode);
+		e = mkdirat(dfd, tmp, mode);
 		break;
 	case S_IFLNK:
-		e = symlinkat(c->target, dfd, c->name);
+		e = symlinkat(c->target, dfd, tmp);
 		break;
 	default:
-		e = mknodat(dfd, c->name, (c->type & S_IFMT) | mode, makedev(c->rdev_major, c->rdev_minor));
+		e = mknodat(dfd, tmp, (c->type & S_IFMT) | mode, makedev(c->rdev_major, c->rdev_minor));
 		break;
 	}
 	if (e < 0) {
 		e = -errno;
 		goto out;
 	}
-	int nfd = openat(dfd, c->name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (nfd < 0) {
-		e = -errno;
-		goto out;
-	}
-	e = replay_attr(nfd, &c->attr, (c->type & S_IFMT) == S_IFLNK);
-	/* the redirect whatever became of the attributes, and durable before
-	 * the stamp: a replay interrupted after this one must not find the
-	 * name re-created but no way from the old handle to it */
-	struct fh_kernel old, now;
-	kh_from_plog(&c->result, &old);
-	if (fh_of(nfd, "", &now, NULL) == 0 && !kh_eq(&old, &now)) {
-		int r = rd_add(c->dir.export_id, &old, &now, false);
-		if (r == 0)
-			r = rd_append(c->dir.export_id, &old, &now);
-		if (r < 0)
-			e = r;
-		CNT_ADD(rec_redirects, 1);
-	}
-	/* stamped only when whole: a retry sets the attributes again */
-	if (e == 0)
-		replay_stamp(rc, dfd);
-	close(nfd);
+	e = replay_tmp_finish(rc, c, dfd, tmp);
 out:
 	close(dfd);
 	return e;
