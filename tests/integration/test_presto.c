@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1936,6 +1937,290 @@ static void test_lookup_waits_for_namespace_change(void **state)
 			 "handle during a CREATE there");
 }
 
+/*
+ * A replay killed between re-creating an object and saving the redirect to
+ * it from the recorded handle. For the killed start STATE_DIR/redirects is a
+ * FIFO: rd_load reads it to its end (the test holds a writer until the
+ * server has it open, then lets go), and the append of the first redirect
+ * then blocks in open(2) for want of a reader, with the object re-created
+ * already. The test waits for the export to gain an entry and for the
+ * server to block there (its wchan), and SIGKILLs it: a kill in the window,
+ * without a debugger. The next start (--replay=auto: replay-pending)
+ * replays again and must bring back everything acknowledged.
+ */
+static struct {
+	char fifo[512];
+	int rw;			/* the test's end of the FIFO, until rd_load has it */
+	char appeared[300];	/* the first entry the killed replay made */
+	bool blocked;		/* the server was seen blocked in the FIFO's open */
+	bool killed;
+	pthread_t thread;
+} kw = { .rw = -1 };
+
+static long long kw_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* kw_reading -- whether process pid has path open read-only (not the
+ * test's read-write end, which the child has until its exec) */
+static bool kw_reading(pid_t pid, const char *path)
+{
+	char dir[64], link[600], to[600];
+	bool found = false;
+	struct dirent *e;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		snprintf(link, sizeof(link), "%s/%s", dir, e->d_name);
+		ssize_t n = readlink(link, to, sizeof(to) - 1);
+		if (n <= 0)
+			continue;
+		to[n] = '\0';
+		if (strcmp(to, path) != 0)
+			continue;
+		snprintf(link, sizeof(link), "/proc/%d/fdinfo/%s", (int)pid, e->d_name);
+		FILE *f = fopen(link, "re");
+		unsigned flags;
+		if (f && fscanf(f, "pos: %*s flags: %o", &flags) == 1)
+			found = (flags & O_ACCMODE) == O_RDONLY;
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	return found;
+}
+
+/* kw_in_fifo_open -- whether a thread of pid waits in the open of a FIFO
+ * for its other end */
+static bool kw_in_fifo_open(pid_t pid)
+{
+	char dir[64], path[600], wchan[128];
+	bool found = false;
+	struct dirent *e;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/wchan", dir, e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, wchan, sizeof(wchan) - 1);
+		close(fd);
+		if (n > 0) {
+			wchan[n] = '\0';
+			found = strstr(wchan, "wait_for_partner") != NULL;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* kw_first_entry -- the first entry of directory path, into out */
+static bool kw_first_entry(const char *path, char *out, size_t len)
+{
+	struct dirent *e;
+	DIR *d = opendir(path);
+
+	if (!d)
+		return false;
+	while ((e = readdir(d)) && (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")))
+		;
+	if (e)
+		snprintf(out, len, "%s", e->d_name);
+	closedir(d);
+	return e != NULL;
+}
+
+static void *kw_main(void *arg)
+{
+	long long end = kw_now_ms() + 8000;	/* within the start's 10 s */
+	pid_t pid = -1;
+
+	(void)arg;
+	/* rd_load has the FIFO open and waits for more: let it see the end */
+	while (kw_now_ms() < end) {
+		pid = __atomic_load_n(&srv.pid, __ATOMIC_SEQ_CST);
+		if (pid > 0 && kw_reading(pid, kw.fifo))
+			break;
+		usleep(1000);
+	}
+	close(kw.rw);
+	kw.rw = -1;
+	/* the replay re-creates the first object, then blocks in the append
+	 * of its redirect */
+	while (kw_now_ms() < end && !kw_first_entry(srv.export, kw.appeared, sizeof(kw.appeared)))
+		usleep(1000);
+	long long blocked_by = kw_now_ms() + 3000;
+	while (kw.appeared[0] && kw_now_ms() < blocked_by && !(kw.blocked = kw_in_fifo_open(pid)))
+		usleep(1000);
+	if (pid > 0)
+		kw.killed = kill(pid, SIGKILL) == 0;
+	return NULL;
+}
+
+/* kw_arm -- between two starts: what a power cut lost (kw_lose: the objects
+ * made, and the root's stamp, which shares their journal), and the FIFO with
+ * the thread that kills the next start in the window */
+static const char *kw_lose;
+
+static void kw_arm(struct it_server *s)
+{
+	char cmd[600], any[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", it_path(s, kw_lose));
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(removexattr(it_path(s, "."), "trusted.presto.lsn"), 0);
+	assert_false(kw_first_entry(s->export, any, sizeof(any)));	/* the root is empty */
+	snprintf(kw.fifo, sizeof(kw.fifo), "%s/state/redirects", s->dir);
+	assert_false(state_has(s, "redirects"));
+	assert_int_equal(mkfifo(kw.fifo, 0600), 0);
+	kw.rw = open(kw.fifo, O_RDWR | O_CLOEXEC);	/* the server must not inherit it */
+	assert_true(kw.rw >= 0);
+	kw.appeared[0] = '\0';
+	kw.blocked = kw.killed = false;
+	assert_int_equal(pthread_create(&kw.thread, NULL, kw_main, NULL), 0);
+}
+
+static void kw_disarm(struct it_server *s)
+{
+	(void)s;
+	assert_int_equal(unlink(kw.fifo), 0);
+}
+
+/* kw_names -- the entries of directory rel of the export, sorted, joined
+ * with spaces */
+static void kw_names(const char *rel, char *out, size_t len)
+{
+	struct dirent **v;
+	int n = scandir(it_path(&srv, rel), &v, NULL, alphasort);
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (strcmp(v[i]->d_name, ".") && strcmp(v[i]->d_name, "..") && used < len)
+			used += (size_t)snprintf(out + used, len - used, "%s%s", used ? " " : "",
+						 v[i]->d_name);
+		free(v[i]);
+	}
+	if (n >= 0)
+		free(v);
+}
+
+static void test_replay_killed_before_redirect_resumes(void **state)
+{
+	/* for a file, a directory and a symlink, each the first object the
+	 * killed replay re-creates: the later records of its old handle (a
+	 * WRITE into it; a CREATE and WRITE inside it; a RENAME of it) must
+	 * survive the kill, and the client's old handles keep working */
+	static const char data[] = "acknowledged before the crash";
+	static const char *const lose[] = { "f", "d", "t" };
+	struct rpc_context *rpc;
+	struct it_fh root, obj, inner;
+	char names[600];
+	size_t len;
+
+	(void)state;
+	for (int kind = 0; kind < 3; kind++) {
+		if (kind > 0)
+			assert_int_equal(it_server_stop(&srv), 0);
+		start_logged(EXPORT_RW, replay_always_no_destage);
+		assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+		rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+		assert_non_null(rpc);
+		switch (kind) {
+		case 0:
+			assert_int_equal(it_create(rpc, &root, "f", UNCHECKED, 0640, NULL, &r), NFS3_OK);
+			obj = r.fh;
+			assert_int_equal(it_write(rpc, &obj, 0, data, sizeof(data), FILE_SYNC, &r),
+					 NFS3_OK);
+			break;
+		case 1:
+			assert_int_equal(it_mkdir(rpc, &root, "d", 0750, &r), NFS3_OK);
+			obj = r.fh;
+			assert_int_equal(it_create(rpc, &obj, "g", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+			inner = r.fh;
+			assert_int_equal(it_write(rpc, &inner, 0, data, sizeof(data), FILE_SYNC, &r),
+					 NFS3_OK);
+			break;
+		default:
+			assert_int_equal(it_symlink(rpc, &root, "s", data, &r), NFS3_OK);
+			obj = r.fh;
+			assert_int_equal(it_rename(rpc, &root, "s", &root, "t", &r), NFS3_OK);
+			break;
+		}
+		it_rpc_close(rpc);
+
+		kw_lose = lose[kind];
+		int rc = it_server_restart_after(&srv, SIGKILL, kw_arm);
+		pthread_join(kw.thread, NULL);
+		if (rc == 0 || !kw.killed || !kw.appeared[0])
+			fail_msg("%s: the replay was not killed after re-creating an object (start %d, "
+				 "entry \"%s\")", lose[kind], rc, kw.appeared);
+		if (!kw.blocked)
+			print_message("%s: killed with \"%s\" made, not seen blocked in the append of "
+				      "its redirect\n", lose[kind], kw.appeared);
+		no_destage();	/* --replay=auto: the next start replays for replay-pending */
+		it_server_restart_after(&srv, SIGKILL, kw_disarm);	/* -1: the last one died */
+		assert_true(it_server_running(&srv));
+		if (!log_says(&srv, "an earlier replay did not finish"))
+			fail_msg("%s: presto-nfsd did not replay again after a killed replay", lose[kind]);
+		assert_false(state_has(&srv, "replay-pending"));
+
+		/* on the backing filesystem: the names, data and attributes */
+		kw_names(".", names, sizeof(names));
+		if (strcmp(names, lose[kind]) != 0)
+			fail_msg("the export holds \"%s\" after the replay, not \"%s\"", names, lose[kind]);
+		if (kind == 0 || kind == 1) {
+			const char *file = kind == 0 ? "f" : "d/g";
+			char *p = it_read_file(it_path(&srv, file), &len);
+			if (!p || len != sizeof(data) || memcmp(p, data, len) != 0)
+				fail_msg("%s: %zu bytes after the replay, not the %zu written: the records "
+					 "of the re-created object's old handle were skipped",
+					 file, p ? len : 0, sizeof(data));
+			free(p);
+		}
+		struct stat st;
+		if (kind == 0) {
+			assert_int_equal(stat(it_path(&srv, "f"), &st), 0);
+			assert_int_equal(st.st_mode & 07777, 0640);
+		}
+		if (kind == 1) {
+			kw_names("d", names, sizeof(names));
+			if (strcmp(names, "g") != 0)
+				fail_msg("d holds \"%s\" after the replay, not \"g\"", names);
+			assert_int_equal(stat(it_path(&srv, "d"), &st), 0);
+			assert_int_equal(st.st_mode & 07777, 0750);
+		}
+		if (kind == 2) {
+			char back[128];
+			ssize_t n = readlink(it_path(&srv, "t"), back, sizeof(back));
+			if (n != (ssize_t)strlen(data) || memcmp(back, data, (size_t)n) != 0)
+				fail_msg("t is not the symlink renamed from s after the replay");
+		}
+		/* through the handles the client got before the crash (redirects) */
+		rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+		assert_non_null(rpc);
+		if (it_getattr(rpc, &obj, &r) != NFS3_OK)
+			fail_msg("%s: the client's handle of it does not work after the replay", lose[kind]);
+		if (kind == 0 || kind == 1) {
+			assert_int_equal(it_read(rpc, kind == 0 ? &obj : &inner, 0, 4096, &r), NFS3_OK);
+			assert_int_equal(r.data_len, sizeof(data));
+		}
+		it_rpc_close(rpc);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1972,6 +2257,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_forged_redirect_is_ignored, test_teardown),
 		cmocka_unit_test_teardown(test_deferred_call_keeps_drc_entry, test_teardown),
 		cmocka_unit_test_teardown(test_lookup_waits_for_namespace_change, test_teardown),
+		cmocka_unit_test_teardown(test_replay_killed_before_redirect_resumes, test_teardown),
 	};
 
 	it_init(58);
