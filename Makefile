@@ -28,7 +28,7 @@ LDLIBS   := $(shell pkg-config --libs $(PKGS))
 PROGS      :=
 TEST_PROGS :=
 
-.PHONY: all deps run test test-only test-kernel asan bench install clean
+.PHONY: all deps run test test-only test-kernel test-progs asan bench install clean
 all:
 
 include cache/module.mk
@@ -55,14 +55,21 @@ test:
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory test-only
 
+# the test programs the build makes, relative to $(T): tests/run.sh counts
+# each one that is missing as a failure
+TEST_PROGS_REL = $(patsubst $(T)/%,%,$(TEST_PROGS))
+
+test-progs:
+	@echo $(TEST_PROGS_REL)
+
 test-only:
-	@PRESTO_BIN=$(abspath $(B)) PRESTO_TESTBIN=$(abspath $(T)) sh tests/run.sh
+	@PRESTO_BIN=$(abspath $(B)) PRESTO_TESTBIN=$(abspath $(T)) PRESTO_TESTPROGS="$(TEST_PROGS_REL)" sh tests/run.sh
 
 # the Linux kernel NFS client under qemu, alone
 test-kernel:
 	@PRESTO_DEPS=test sh appliance/deps.sh
 	@$(MAKE) --no-print-directory all
-	@TESTS=kernel PRESTO_BIN=$(abspath $(B)) PRESTO_TESTBIN=$(abspath $(T)) sh tests/run.sh
+	@TESTS=kernel PRESTO_BIN=$(abspath $(B)) PRESTO_TESTBIN=$(abspath $(T)) PRESTO_TESTPROGS="$(TEST_PROGS_REL)" sh tests/run.sh
 
 asan:
 	@PRESTO_DEPS=test sh appliance/deps.sh
