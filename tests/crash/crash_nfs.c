@@ -4,7 +4,7 @@
  *
  *   crash_nfs [--mode scenarios,kill,fulllog|powercut] [--presto auto|on|off]
  *             [--kills N] [--time-limit SEC] [--workers N] [--seed S]
- *             [--replay auto|always|mixed] [--minimize SEC] [--script S]
+ *             [--replay auto|always|mixed] [--minimize SEC] [--script S] [--reboot]
  *             [--export DIR --loopdev DEV --image FILE --copy FILE]  (powercut)
  *
  * kill      Several clients (one TCP connection each, one operation in flight
@@ -14,18 +14,21 @@
  *           setattr of size, mode or times. The server is SIGKILLed at random
  *           moments (some during its start-up, i.e. during replay), restarted
  *           on the same ports (half of the restarts with --replay=always when
- *           presto is on), and the tree is checked.
+ *           presto is on; a third, chosen by the seed, after a fake reboot:
+ *           see fake_reboot), and the tree is checked.
  * powercut  The export is an ext4 image on a loop device (tests/crash/
  *           test-powercut.sh sets it up) and the destager is held. At a random
  *           moment of each cycle (before the first operation, or in the
  *           middle) the filesystem is frozen, the image copied, and thawed;
  *           later the server is killed, the copy written back (everything after
  *           it is lost but the log), and the server restarted with
- *           --replay=always.
+ *           --replay=always after a fake reboot (a power cut is a reboot).
  * scenarios Fixed short op sequences (rename chains, links moved and removed,
  *           rename over, names reused, directories moved with their files),
  *           each in its own subtree; SIGKILL; --replay=always twice. The
- *           random modes find bugs, these pin them down.
+ *           set runs twice, the first restart in the same boot, then after
+ *           a fake reboot (--script S: S alone; --reboot: after a fake
+ *           reboot). The random modes find bugs, these pin them down.
  * fulllog   A small log, writers only: the log fills, the server answers
  *           NFS3ERR_JUKEBOX and the clients retry; kill, restart, check.
  *
@@ -80,6 +83,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -87,6 +91,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sched.h>
 
 #include <nfsc/libnfs.h>
 #include <nfsc/libnfs-raw.h>
@@ -128,6 +134,7 @@ static struct {
 	int minimize;			/* seconds to shorten a failing client's script */
 	const char *script;		/* scenarios: run this one instead */
 	int verbose;
+	int reboot;			/* scenarios, minimizing: the checked restart is after a fake reboot */
 } cfg = {
 	.workers = 4, .kills = 40, .time_limit = 150, .nvram_size = "64M", .cycles = 0, .replay = 2, .minimize = 90,
 };
@@ -242,6 +249,8 @@ struct server {
 	int no_destage;
 	char conf[256];			/* -c FILE, or "" */
 	int owns_export;		/* export/ lives in dir (kill, fulllog) */
+	char boot_file[256];		/* fake boot id of the starts from now on ("": the real one) */
+	int rebooted;			/* a fake reboot since the last check */
 };
 
 static struct server srv;
@@ -288,6 +297,149 @@ static void server_stacks(void)
 	if (system(cmd) < 0)
 		printf("(gdb failed)\n");
 	fflush(stdout);
+}
+
+/* Fake reboots. presto-nfsd tells a restart after a reboot (replay,
+ * trusting no file stamp: the page cache may have lost data) from one in the
+ * same boot (the page cache survived) by /proc/sys/kernel/random/boot_id
+ * against the one its log recorded. A server start "after a reboot" runs in
+ * a mount namespace of its own where a file holding a new random id is
+ * bind-mounted over boot_id; the files are as the kill or the power cut left
+ * them, one of the states a reboot may find. Every later start (until the
+ * next fake reboot) sees that same id: the simulated machine stays in the
+ * boot it rebooted into. */
+static int reboot_ok = -1;		/* -1 not probed, 0 impossible here, 1 works */
+static char reboot_why[400];
+static int reboot_pending_mark;	/* the next restart written into scripts is a reboot */
+static long fake_reboots;		/* of the current mode */
+
+/* enter_boot -- in a child before exec: a private mount namespace whose
+ * boot_id is the contents of file. Returns 0 or -errno (what failed in
+ * reboot_why). */
+static int enter_boot(const char *file)
+{
+	if (unshare(CLONE_NEWNS) < 0) {
+		snprintf(reboot_why, sizeof(reboot_why), "unshare(CLONE_NEWNS): %s", strerror(errno));
+		return -errno;
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		snprintf(reboot_why, sizeof(reboot_why), "making / private: %s", strerror(errno));
+		return -errno;
+	}
+	if (mount(file, "/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL) < 0) {
+		snprintf(reboot_why, sizeof(reboot_why), "bind mount over boot_id: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* write_boot_id -- a new random id into srv.boot_file (written aside and
+ * renamed: a bind mount of the old one keeps the old inode) */
+static int write_boot_id(char *id, size_t cap)
+{
+	char tmp[300];
+	FILE *f = fopen("/proc/sys/kernel/random/uuid", "re");
+	int ok;
+
+	id[0] = '\0';
+	if (f) {
+		if (!fgets(id, (int)cap, f))
+			id[0] = '\0';
+		fclose(f);
+	}
+	id[strcspn(id, "\n")] = '\0';
+	if (strlen(id) != 36) {
+		snprintf(reboot_why, sizeof(reboot_why), "no uuid from /proc/sys/kernel/random/uuid");
+		return -1;
+	}
+	snprintf(srv.boot_file, sizeof(srv.boot_file), "%s/boot_id", srv.dir);
+	snprintf(tmp, sizeof(tmp), "%s.new", srv.boot_file);
+	f = fopen(tmp, "w");
+	if (!f) {
+		snprintf(reboot_why, sizeof(reboot_why), "%s: %s", tmp, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "%s\n", id);
+	ok = fclose(f) == 0 && rename(tmp, srv.boot_file) == 0;
+	if (!ok) {
+		snprintf(reboot_why, sizeof(reboot_why), "%s: %s", srv.boot_file, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* reboot_probe -- whether a child can see a fake boot id here (root, a
+ * kernel that lets it unshare its mount namespace); once per run */
+static int reboot_probe(void)
+{
+	char id[64], seen[400] = "";
+	int pfd[2], status;
+	pid_t p;
+
+	if (reboot_ok >= 0)
+		return reboot_ok;
+	reboot_ok = 0;
+	if (write_boot_id(id, sizeof(id)) < 0 || pipe(pfd) < 0)
+		goto out;
+	p = fork();
+	if (p == 0) {
+		FILE *f;
+
+		close(pfd[0]);
+		if (enter_boot(srv.boot_file) < 0) {
+			if (write(pfd[1], reboot_why, strlen(reboot_why)) < 0) {
+				/* the parent sees nothing */
+			}
+			_exit(1);
+		}
+		f = fopen("/proc/sys/kernel/random/boot_id", "re");
+		if (f && fgets(seen, sizeof(seen), f) && write(pfd[1], seen, strlen(seen)) < 0) {
+			/* the parent sees nothing */
+		}
+		_exit(0);
+	}
+	close(pfd[1]);
+	if (p > 0) {
+		ssize_t n = read(pfd[0], seen, sizeof(seen) - 1);
+
+		seen[n > 0 ? n : 0] = '\0';
+		waitpid(p, &status, 0);
+		seen[strcspn(seen, "\n")] = '\0';
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !strcmp(seen, id))
+			reboot_ok = 1;
+		else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			snprintf(reboot_why, sizeof(reboot_why), "the child saw boot id '%s', not '%s'", seen, id);
+		else
+			snprintf(reboot_why, sizeof(reboot_why), "%s", seen[0] ? seen : "the probe failed");
+	}
+	close(pfd[0]);
+out:
+	unlink(srv.boot_file);
+	srv.boot_file[0] = '\0';
+	if (!reboot_ok)
+		info("fake reboots are not possible here (%s): every restart stays in the same boot", reboot_why);
+	return reboot_ok;
+}
+
+/* fake_reboot -- the next start (and those after it) see a new boot id */
+static void fake_reboot(void)
+{
+	char id[64];
+
+	if (!reboot_probe())
+		return;
+	if (write_boot_id(id, sizeof(id)) < 0) {
+		failf("fake reboot: %s", reboot_why);
+		srv.boot_file[0] = '\0';
+		return;
+	}
+	fake_reboots++;
+	srv.rebooted = 1;
+	reboot_pending_mark = 1;
+	hist_add("- B: fake reboot (boot id %s)", id);
+	server_logf("=== crash_nfs: fake reboot: the next starts see boot id %s\n", id);
+	if (cfg.verbose)
+		info("fake reboot %ld: boot id %s", fake_reboots, id);
 }
 
 /* server_start -- fork/exec presto-nfsd; with wait_ready, wait (10 s) for its
@@ -340,11 +492,12 @@ static int server_start(int replay_always, int wait_ready)
 	 * the kills hit both paths, and a log written by one is recovered by
 	 * the other. */
 	int pmem_force = cfg.presto && srv.starts % 2 == 1;
-	hist_add("- S: server start %d%s%s%s", srv.starts, cfg.presto && replay_always ? " --replay=always" : "",
-		 pmem_force ? " (log as pmem)" : "", wait_ready ? "" : " (killed during start-up)");
+	hist_add("- S: server start %d%s%s%s%s", srv.starts, cfg.presto && replay_always ? " --replay=always" : "",
+		 pmem_force ? " (log as pmem)" : "", srv.boot_file[0] ? " (fake boot id)" : "",
+		 wait_ready ? "" : " (killed during start-up)");
 	if (wait_ready && srv.starts > 1)
 		script_mark_restart(cfg.presto && replay_always);
-	server_logf("=== crash_nfs: start %d:", srv.starts);
+	server_logf("=== crash_nfs: start %d%s:", srv.starts, srv.boot_file[0] ? " (fake boot id)" : "");
 	for (int i = 0; i < argc; i++)
 		server_logf(" %s", argv[i]);
 	server_logf("\n");
@@ -370,6 +523,10 @@ static int server_start(int replay_always, int wait_ready)
 			setenv("PMEM_IS_PMEM_FORCE", "1", 1);
 		else
 			unsetenv("PMEM_IS_PMEM_FORCE");
+		if (srv.boot_file[0] && enter_boot(srv.boot_file) < 0) {
+			fprintf(stderr, "crash_nfs: fake boot id for start %d: %s\n", srv.starts, reboot_why);
+			_exit(126);
+		}
 		execv(bin, argv);
 		fprintf(stderr, "crash_nfs: exec %s: %s\n", bin, strerror(errno));
 		_exit(127);
@@ -1900,14 +2057,22 @@ static void script_copy(struct script *dst, const struct script *src)
 
 /* A restart is written into a client's script only before its next op
  * ("R always": kill, restart with --replay=always; "R auto": kill, plain
- * restart), so that a script never ends with one. */
+ * restart; either followed by " reboot": the restart is after a fake reboot,
+ * also when the fake reboot was at a start killed during its start-up), so
+ * that a script never ends with one. */
 static const char *pending_restart[CR_WORKERS_MAX];
 
 static void script_mark_restart(int replay_always)
 {
 	for (int w = 0; recording && w < CR_WORKERS_MAX; w++)
-		if (wscript[w].n)
-			pending_restart[w] = replay_always ? "R always" : "R auto";
+		if (wscript[w].n) {
+			/* restarts without an op of w between them are one "R" */
+			int reboot = reboot_pending_mark || (pending_restart[w] && strstr(pending_restart[w], "reboot"));
+
+			pending_restart[w] = replay_always ? reboot ? "R always reboot" : "R always"
+					     : reboot ? "R auto reboot" : "R auto";
+		}
+	reboot_pending_mark = 0;
 }
 
 /* rel_path -- an object's path below its client's subtree ("d2/f3") */
@@ -2749,6 +2914,7 @@ static int write_mixed(const struct listing *ac, const struct op *op, struct mod
 static void minimize(const struct script *sc, int seconds);
 static struct script min_script;	/* first failing client's script */
 static int min_saved;
+static int min_reboot;			/* its failure showed after a fake reboot */
 
 static void min_save(int w)
 {
@@ -2756,6 +2922,7 @@ static void min_save(int w)
 		return;
 	script_copy(&min_script, &wscript[w]);
 	min_saved = 1;
+	min_reboot = srv.rebooted;
 }
 
 /* check_all -- after a restart: resolve the maybes against the host's view,
@@ -2952,6 +3119,7 @@ handles_done:
 		model_add_fh(o, &r.fh);
 	}
 	res_reset(&r, P_NONE);
+	srv.rebooted = 0;
 }
 
 /* ----------------------------------------------------------- test cycles */
@@ -3074,8 +3242,9 @@ static void print_stats(const char *mode, long long t0)
 
 	for (int k = 0; k < OP_NKINDS; k++)
 		snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds), " %s=%ld", op_name[k], ST.by_kind[k]);
-	info("%s: %.1f s, %ld cycles, %ld kills (%ld during start-up), %ld clean stops, %ld restarts with --replay=always",
-	     mode, (now_ms() - t0) / 1000.0, ST.cycles, ST.kills, ST.startup_kills, ST.stops, ST.replays_always);
+	info("%s: %.1f s, %ld cycles, %ld kills (%ld during start-up), %ld clean stops, %ld restarts with --replay=always, %ld fake reboots",
+	     mode, (now_ms() - t0) / 1000.0, ST.cycles, ST.kills, ST.startup_kills, ST.stops, ST.replays_always,
+	     fake_reboots);
 	info("%s: %ld acknowledged ops (%s), %ld in flight at a kill (%ld found applied, %ld of them writes applied in part), %ld JUKEBOX replies",
 	     mode, ST.acked, kinds + 1, ST.maybes, ST.maybe_applied, ST.partial_writes, ST.jukebox);
 	info("%s: %ld held-handle checks, %ld removed-object handle checks, %ld LOOKUPs gave a different fileid than the held handle",
@@ -3092,12 +3261,16 @@ static int mode_kill(void)
 	char when[64];
 
 	memset(&ST, 0, sizeof(ST));
+	fake_reboots = 0;
 	if (server_setup("kill") < 0 || server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0)
 		return -1;
 	while (ST.kills < cfg.kills && now_ms() < end && any_enabled()) {
 		long long dur;
 		unsigned r = rnd(100);
 		int replay_always = cfg.presto && (cfg.replay == 2 ? (int)rnd(2) : cfg.replay);
+		/* a third of the restarts after a fake reboot; drawn apart from
+		 * rnd() so that a seed's workload stays what it was */
+		int reboot = mix64(cfg.seed ^ (0x5eb007ULL << 32) ^ (uint64_t)ST.cycles) % 3 == 0;
 
 		ST.cycles++;
 		dur = r < 15 ? rnd(30) : r < 85 ? 30 + rnd(500) : 500 + rnd(1500);
@@ -3114,8 +3287,11 @@ static int mode_kill(void)
 			workers_crashed();
 			disconnect_all();
 		}
+		if (reboot)
+			fake_reboot();
 		if (rnd(100) < 12 && ST.kills < cfg.kills) {
-			/* kill it again during its start-up (recovery, replay) */
+			/* kill it again during its start-up (recovery, replay); after
+			 * a fake reboot, the restart below is in that same boot */
 			if (server_start(replay_always, 0) == 0) {
 				usleep(1000 * rnd(60));
 				server_kill();
@@ -3123,7 +3299,7 @@ static int mode_kill(void)
 				ST.startup_kills++;
 			}
 		}
-		snprintf(when, sizeof(when), "after kill %ld", ST.kills);
+		snprintf(when, sizeof(when), "after kill %ld%s", ST.kills, srv.rebooted ? " and a fake reboot" : "");
 		if (restart_and_check(replay_always, when) < 0)
 			break;
 	}
@@ -3219,6 +3395,7 @@ static int mode_powercut(void)
 	char when[96];
 
 	memset(&ST, 0, sizeof(ST));
+	fake_reboots = 0;
 	if (!cfg.export_dir || !cfg.loopdev || !cfg.image || !cfg.copy) {
 		failf("powercut needs --export, --loopdev, --image and --copy (see test-powercut.sh)");
 		return -1;
@@ -3256,6 +3433,8 @@ static int mode_powercut(void)
 			snapshot();
 		if (restore_copy() < 0)
 			break;
+		/* a power cut is a reboot: the server finds a new boot id */
+		fake_reboot();
 		snprintf(when, sizeof(when), "power cut %d (copy taken %s)", c + 1,
 			 !cfg.presto && !early ? "at the kill" : before ? "before the first op" : "mid-workload");
 		if (restart_and_check(1, when) < 0)
@@ -3299,6 +3478,7 @@ static int mode_fulllog(void)
 	FILE *f;
 
 	memset(&ST, 0, sizeof(ST));
+	fake_reboots = 0;
 	if (!cfg.presto) {
 		info("fulllog: skipped (presto off: the server has no log)");
 		return 1;
@@ -3514,6 +3694,21 @@ static int sc_step(int w, const char *step, int lenient)
 	return sc_op(w, &op);
 }
 
+/* sc_restart -- a script's "R always|auto [reboot]": kill, (fake reboot,)
+ * restart with or without --replay=always. Returns 0 or -1. */
+static int sc_restart(const char *step, int w)
+{
+	disconnect_all();
+	server_kill();
+	workers_crashed();
+	W[w].maybe = 0;
+	if (strstr(step, "reboot"))
+		fake_reboot();
+	if (server_start(cfg.presto && !strncmp(step, "R always", 8), 1) < 0 || connect_all() < 0)
+		return -1;
+	return 0;
+}
+
 /* sc_run -- a ';'-separated script (see sc_step) in w's subtree */
 static void sc_run(int w, const char *script)
 {
@@ -3524,11 +3719,7 @@ static void sc_run(int w, const char *script)
 			t++;
 		if (t[0] == 'R') {
 			/* a restart inside a script: kill, restart as written */
-			disconnect_all();
-			server_kill();
-			workers_crashed();
-			W[w].maybe = 0;
-			if (server_start(cfg.presto && !strcmp(t, "R always"), 1) < 0 || connect_all() < 0)
+			if (sc_restart(t, w) < 0)
 				break;
 			continue;
 		}
@@ -3541,7 +3732,8 @@ static void sc_run(int w, const char *script)
 /* ---------------------------------------------------------- minimizing */
 
 /* min_trial -- run steps (with "R": clean restart) on a fresh server,
- * SIGKILL, restart with --replay=always, check. Returns 1 if any check
+ * SIGKILL, (with cfg.reboot: a fake reboot,) restart with --replay=always,
+ * check. Returns 1 if any check
  * failed (the failure reproduced), 0 if all passed, -1 if the trial could
  * not run. */
 static int min_trial(const struct script *sc, const char *const *keep, int nkeep)
@@ -3557,11 +3749,7 @@ static int min_trial(const struct script *sc, const char *const *keep, int nkeep
 	}
 	for (int i = 0; i < nkeep && !trial_failed; i++) {
 		if (keep[i][0] == 'R') {
-			disconnect_all();
-			server_kill();
-			workers_crashed();
-			W[0].maybe = 0;
-			if (server_start(!strcmp(keep[i], "R always"), 1) < 0 || connect_all() < 0) {
+			if (sc_restart(keep[i], 0) < 0) {
 				rc = -1;
 				goto out;
 			}
@@ -3574,8 +3762,10 @@ static int min_trial(const struct script *sc, const char *const *keep, int nkeep
 	server_kill();
 	workers_crashed();
 	W[0].maybe = 0;
+	if (cfg.reboot)
+		fake_reboot();
 	if (server_start(1, 1) == 0 && connect_all() == 0)
-		check_all("minimized");
+		check_all(cfg.reboot ? "minimized (after a fake reboot)" : "minimized");
 	rc = trial_failed > 0;
 out:
 	disconnect_all();
@@ -3594,8 +3784,9 @@ static void minimize(const struct script *sc, int seconds)
 	const char **cur = malloc(sc->n * sizeof(*cur)), **tmp = malloc(sc->n * sizeof(*tmp));
 	int ncur = sc->n, gran = 2, trials = 0, saved_workers = cfg.workers, saved_presto = cfg.presto;
 	struct stats saved_st = ST;
-	int saved_fails = fails_total;
+	int saved_fails = fails_total, saved_reboot = cfg.reboot;
 
+	cfg.reboot = min_reboot;
 	for (int i = 0; i < sc->n; i++)
 		cur[i] = sc->step[i];
 	recording = 0;
@@ -3645,7 +3836,7 @@ static void minimize(const struct script *sc, int seconds)
 	}
 	quiet = 0;
 	info("minimize: %d trials; %d step(s) still fail%s:", trials, ncur, now_ms() >= end ? " (time ran out)" : "");
-	printf("  crash_nfs --mode scenarios --script '");
+	printf("  crash_nfs --mode scenarios%s --script '", cfg.reboot ? " --reboot" : "");
 	for (int i = 0; i < ncur; i++)
 		printf("%s%s", i ? "; " : "", cur[i]);
 	printf("'\n");
@@ -3657,6 +3848,7 @@ out:
 	free(tmp);
 	cfg.workers = saved_workers;
 	cfg.presto = saved_presto;
+	cfg.reboot = saved_reboot;
 	ST = saved_st;
 	fails_total = saved_fails;
 	recording = 1;
@@ -3664,7 +3856,8 @@ out:
 
 /* mode_scenarios -- fixed op sequences, each in its own subtree, then
  * SIGKILL and --replay=always (replay onto a tree that has everything) and,
- * with --presto off, a plain restart: regression cases for replay */
+ * with --presto off, a plain restart: regression cases for replay. The set
+ * runs twice: that restart in the same boot, then after a fake reboot. */
 static int mode_scenarios(void)
 {
 	static const char *scripts[] = {
@@ -3687,6 +3880,9 @@ static int mode_scenarios(void)
 		"c a; c b; l b c; r a c",			/* rename over one of two links */
 		"c a; w a; p a 0600; T a; p a 0755",		/* chmod, utimes, chmod */
 		"c x; r x a; u a; c a; l a b",			/* name reused after a move and a remove */
+		"m D; m E; c f; p D 0700; l f D/l; r D/l E/g",	/* a directory's SETATTR, then a link
+								 * moved out of it (after a reboot, its
+								 * replay lowered D's stamp: 81680c5) */
 	};
 	int n = (int)(sizeof(scripts) / sizeof(scripts[0])), saved_workers;
 	long long t0 = now_ms();
@@ -3697,33 +3893,43 @@ static int mode_scenarios(void)
 	}
 
 	memset(&ST, 0, sizeof(ST));
+	fake_reboots = 0;
 	saved_workers = cfg.workers;
 	cfg.workers = n;
-	if (server_setup("scen") < 0 || server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0) {
-		cfg.workers = saved_workers;
-		return -1;
-	}
-	for (int w = 0; w < n; w++)
-		sc_run(w, scripts[w]);
-	server_kill();
-	ST.kills++;
-	workers_crashed();
-	disconnect_all();
-	restart_and_check(cfg.presto, "scenarios: after SIGKILL");
-	for (int w = 0; w < n; w++)
-		if (!W[w].enabled)
-			printf("  (scenario w%d was: %s)\n", w, scripts[w]);
-	disconnect_all();
-	server_kill();
-	workers_crashed();
-	if (cfg.presto) {
-		/* the same log replayed a second time */
-		restart_and_check(1, "scenarios: after a second --replay=always");
+	/* the set twice: restarted in the same boot, then after a fake reboot
+	 * (--script: once, after a fake reboot with --reboot) */
+	for (int pass = cfg.script ? 1 : 0; pass < 2; pass++) {
+		int reboot = cfg.script ? cfg.reboot : pass;
+
+		if (server_setup("scen") < 0 || server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0) {
+			cfg.workers = saved_workers;
+			return -1;
+		}
+		for (int w = 0; w < n; w++)
+			sc_run(w, scripts[w]);
+		server_kill();
+		ST.kills++;
+		workers_crashed();
 		disconnect_all();
+		if (reboot)
+			fake_reboot();
+		restart_and_check(cfg.presto, reboot ? "scenarios: after SIGKILL and a fake reboot" : "scenarios: after SIGKILL");
+		for (int w = 0; w < n; w++)
+			if (!W[w].enabled)
+				printf("  (scenario w%d%s was: %s)\n", w, reboot ? ", restarted after a fake reboot," : "",
+				       scripts[w]);
+		disconnect_all();
+		server_kill();
+		workers_crashed();
+		if (cfg.presto) {
+			/* the same log replayed a second time */
+			restart_and_check(1, "scenarios: after a second --replay=always");
+			disconnect_all();
+		}
+		server_stop();
+		cleanup();
 	}
-	server_stop();
 	print_stats("scenarios", t0);
-	cleanup();
 	cfg.workers = saved_workers;
 	return 0;
 }
@@ -3752,7 +3958,7 @@ static void usage(void)
 		"usage: crash_nfs [--mode scenarios,kill,fulllog,powercut] [--presto auto|on|off] [--kills N]\n"
 		"                 [--time-limit SEC] [--workers N] [--seed S] [--cycles N]\n"
 		"                 [--nvram-size SIZE] [--replay auto|always|mixed] [--verbose]\n"
-		"                 [--minimize SEC] [--script 'STEP; STEP...']\n"
+		"                 [--minimize SEC] [--script 'STEP; STEP...'] [--reboot]\n"
 		"                 [--export DIR --loopdev DEV --image FILE --copy FILE]\n");
 	exit(2);
 }
@@ -3773,6 +3979,10 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "--verbose")) {
 			cfg.verbose = 1;
+			continue;
+		}
+		if (!strcmp(a, "--reboot")) {
+			cfg.reboot = 1;
 			continue;
 		}
 		if (!v)
