@@ -11,7 +11,8 @@
  *           each, each in its own subtree /wN) run a mixed workload: create,
  *           write of pattern data, rename (also over an existing name and onto
  *           a hard link of itself), link, symlink, remove, mkdir, rmdir,
- *           setattr of size, mode or times. The server is SIGKILLed at random
+ *           setattr of size, mode, times or owner (as root). Odd clients
+ *           call as a non-root uid (see default_cred). The server is SIGKILLed at random
  *           moments (some during its start-up, i.e. during replay), restarted
  *           on the same ports (half of the restarts with --replay=always when
  *           presto is on; a third, chosen by the seed, after a fake reboot:
@@ -33,17 +34,17 @@
  *           NFS3ERR_JUKEBOX and the clients retry; kill, restart, check.
  *
  * The model. The test keeps, per client subtree, the objects (type, mode,
- * content, symlink target, mtime/atime when set explicitly) and the names,
+ * owner, content, symlink target, mtime/atime when set explicitly) and the names,
  * and changes it ONLY when a reply says NFS3_OK. The operation that is in
  * flight when the server dies is a "maybe": after the restart the subtree
  * must equal either the model or the model with that operation applied
  * (the test adopts whichever it finds). An error reply where the model
  * predicts success is a failure. What is checked after every restart:
  *   - the export directory, walked on the host (lstat, readlink, read with
- *     O_NOATIME): names, types, modes, sizes, contents, link counts, which
+ *     O_NOATIME): names, types, modes, owners, sizes, contents, link counts, which
  *     names are hard links of one another, known mtimes/atimes;
  *   - every handle the client got (CREATE, MKDIR, SYMLINK, LOOKUP, MNT) of an
- *     object that still exists: GETATTR (type, mode, size, nlink), READ of the
+ *     object that still exists: GETATTR (type, mode, owner, size, nlink), READ of the
  *     whole content, READLINK, READDIR of directories; handles of objects an
  *     acknowledged operation removed must not reach any object;
  *   - the MNT root handle is the same as the first one.
@@ -107,7 +108,7 @@
 #define CR_FILE_MAX (160 * 1024)
 #define CR_WRITE_MAX (32 * 1024)
 #define CR_HANDLES 4
-#define CR_WORKERS_MAX 20
+#define CR_WORKERS_MAX 32
 #define CR_RPC_TIMEOUT_MS 10000
 #define CR_READY_TIMEOUT_MS 20000	/* start-up, recovery included */
 #define CR_DEAD_MAX 256
@@ -1097,6 +1098,44 @@ static const char *fh_hex(const struct fh *f)
 	return b;
 }
 
+/* ------------------------------------------------------------ credentials */
+
+/* Clients' credentials (AUTH_UNIX): even clients are root, odd ones uid
+ * 2000+N, gid 3000+N, groups {3000+N, 3999}, each owning its subtree (the
+ * checker, root, chowns /wN after making it). A script sets its client's
+ * with "U UID GID". Files a client creates are its own: every mode the
+ * workload sets leaves the owner rwx on directories and rw on files, and a
+ * SETATTR of the owner (sent as root) keeps a non-root client's files its
+ * own, so the model's ops stay allowed. */
+#define CR_GROUP_SHARED 3999u
+
+struct cred {
+	uint32_t uid, gid;
+};
+
+static struct cred wcred[CR_WORKERS_MAX];
+
+static struct cred default_cred(int w)
+{
+	struct cred c = { 0, 0 };
+
+	if (w % 2) {
+		c.uid = 2000 + w;
+		c.gid = 3000 + w;
+	}
+	return c;
+}
+
+/* set_auth -- calls queued on rpc from now on carry these credentials */
+static void set_auth(struct rpc_context *rpc, struct cred c)
+{
+	uint32_t groups[2] = { c.gid, CR_GROUP_SHARED };
+	struct AUTH *a = libnfs_authunix_create("crash_nfs", c.uid, c.gid, c.uid ? 2 : 0, c.uid ? groups : NULL);
+
+	if (a)
+		rpc_set_auth(rpc, a);
+}
+
 /* ------------------------------------------------------------------ model */
 
 enum { T_REG = NF3REG, T_DIR = NF3DIR, T_LNK = NF3LNK };
@@ -1107,6 +1146,8 @@ struct obj {
 	int worker;
 	uint32_t mode;
 	int mode_unknown;		/* created by a "maybe" op: mode may be the umask's */
+	uint32_t uid, gid;		/* owner */
+	int owner_unknown;		/* the export root */
 	int bad;			/* a held handle failed its check */
 	unsigned char *data;		/* T_REG */
 	uint32_t size;
@@ -1286,12 +1327,12 @@ static const char *model_path(const struct model *m, int obj)
 
 enum opkind {
 	OP_CREATE, OP_WRITE, OP_SETSIZE, OP_SETMODE, OP_SETTIMES, OP_RENAME, OP_LINK, OP_SYMLINK,
-	OP_REMOVE, OP_MKDIR, OP_RMDIR, OP_NKINDS,
+	OP_REMOVE, OP_MKDIR, OP_RMDIR, OP_SETOWNER, OP_NKINDS,
 };
 
 static const char *op_name[] = {
 	"create", "write", "setattr-size", "setattr-mode", "setattr-times", "rename", "link",
-	"symlink", "remove", "mkdir", "rmdir",
+	"symlink", "remove", "mkdir", "rmdir", "setattr-owner",
 };
 
 struct op {
@@ -1307,6 +1348,8 @@ struct op {
 	uint32_t mode;
 	uint32_t size;
 	int server_time;		/* SETTIMES: SET_TO_SERVER_TIME */
+	int set_uid, set_gid;		/* SETOWNER (always sent as root) */
+	uint32_t uid, gid;
 	nfstime3 atime, mtime;
 	char target[CR_TARGET_MAX + 1];
 	int seq;			/* this client's op number */
@@ -1353,6 +1396,17 @@ static const char *op_desc(const struct model *m, const struct op *op)
 		snprintf(s, 768, "w%d#%d setattr %s mode %04o", op->worker, op->seq,
 			 model_path(m, op->obj), op->mode);
 		break;
+	case OP_SETOWNER: {
+		char u[16] = "-", g[16] = "-";
+
+		if (op->set_uid)
+			snprintf(u, sizeof(u), "%u", op->uid);
+		if (op->set_gid)
+			snprintf(g, sizeof(g), "%u", op->gid);
+		snprintf(s, 768, "w%d#%d setattr %s owner %s:%s (as root)", op->worker, op->seq,
+			 model_path(m, op->obj), u, g);
+		break;
+	}
 	case OP_SETTIMES:
 		if (op->server_time)
 			snprintf(s, 768, "w%d#%d setattr %s times=server", op->worker, op->seq,
@@ -1391,6 +1445,8 @@ static void model_apply(struct model *m, const struct op *op, const struct fh *f
 				    op->worker, op->mode);
 		o = &m->o[obj];
 		o->mode_unknown = maybe;
+		o->uid = wcred[op->worker].uid;		/* created as the client */
+		o->gid = wcred[op->worker].gid;
 		if (o->type == T_REG)
 			o->data = calloc(1, CR_FILE_MAX);
 		if (o->type == T_LNK)
@@ -1419,6 +1475,12 @@ static void model_apply(struct model *m, const struct op *op, const struct fh *f
 	case OP_SETMODE:
 		m->o[op->obj].mode = op->mode;
 		m->o[op->obj].mode_unknown = 0;
+		break;
+	case OP_SETOWNER:
+		if (op->set_uid)
+			m->o[op->obj].uid = op->uid;
+		if (op->set_gid)
+			m->o[op->obj].gid = op->gid;
 		break;
 	case OP_SETTIMES:
 		o = &m->o[op->obj];
@@ -1561,14 +1623,16 @@ static int choose_op(const struct model *m, int w, int writers_only, struct op *
 			op->kind = OP_WRITE;
 	} else if (r < 13)
 		op->kind = OP_CREATE;
-	else if (r < 38)
+	else if (r < 35)
 		op->kind = OP_WRITE;
-	else if (r < 43)
+	else if (r < 40)
 		op->kind = OP_SETSIZE;
-	else if (r < 47)
+	else if (r < 44)
 		op->kind = OP_SETMODE;
-	else if (r < 51)
+	else if (r < 48)
 		op->kind = OP_SETTIMES;
+	else if (r < 51)
+		op->kind = OP_SETOWNER;
 	else if (r < 62)
 		op->kind = OP_RENAME;
 	else if (r < 68)
@@ -1644,6 +1708,28 @@ static int choose_op(const struct model *m, int w, int writers_only, struct op *
 			return -1;
 		op->mode = m->o[op->obj].type == T_DIR ? dir_modes[rnd(4)] : file_modes[rnd(8)];
 		return 0;
+	case OP_SETOWNER: {
+		static const uint32_t uids[] = { 0, 1001, 2002, 65534 }, gids[] = { 0, 1001, CR_GROUP_SHARED, 65534 };
+		unsigned k = rnd(3);
+
+		if (s.nents == 0)
+			return -1;
+		op->obj = m->d[s.ents[rnd(s.nents)]].obj;	/* symlinks too */
+		if (wcred[w].uid == 0) {
+			/* root's subtree: any owner (root may do anything there) */
+			op->set_uid = k != 1;
+			op->set_gid = k != 0;
+			op->uid = uids[rnd(4)];
+			op->gid = gids[rnd(4)];
+		} else {
+			/* a client's own subtree: its files stay its own */
+			op->set_uid = k == 0;
+			op->uid = wcred[w].uid;
+			op->set_gid = 1;
+			op->gid = rnd(2) ? gids[rnd(4)] : wcred[w].gid;
+		}
+		return 0;
+	}
 	case OP_SETTIMES:
 		if (s.nents == 0)
 			return -1;
@@ -1792,6 +1878,27 @@ static int op_send(struct rpc_context *rpc, const struct model *m, const struct 
 		a.data.data_val = (char *)wbuf;
 		res_reset(r, P_WRITE);
 		return rpc_nfs3_write_async(rpc, res_cb, &a, r);
+	}
+	case OP_SETOWNER: {
+		SETATTR3args a;
+		int rc;
+
+		memset(&a, 0, sizeof(a));
+		a.object = fh3(&obj->fh[0]);
+		sattr_none(&a.new_attributes);
+		a.new_attributes.uid.set_it = op->set_uid;
+		a.new_attributes.uid.set_uid3_u.uid = op->uid;
+		a.new_attributes.gid.set_it = op->set_gid;
+		a.new_attributes.gid.set_gid3_u.gid = op->gid;
+		res_reset(r, P_SETATTR);
+		/* as root, whoever the client is: the credentials are encoded
+		 * into the call when it is queued */
+		if (wcred[op->worker].uid)
+			set_auth(rpc, (struct cred){ 0, 0 });
+		rc = rpc_nfs3_setattr_async(rpc, res_cb, &a, r);
+		if (wcred[op->worker].uid)
+			set_auth(rpc, wcred[op->worker]);
+		return rc;
 	}
 	case OP_SETSIZE:
 	case OP_SETMODE:
@@ -2122,6 +2229,16 @@ static void op_step(const struct op *op, char *out, size_t cap)
 	case OP_SETMODE:
 		snprintf(out, cap, "p %s %o", rel_path(op->obj), op->mode);
 		break;
+	case OP_SETOWNER: {
+		char u[16] = "-", g[16] = "-";
+
+		if (op->set_uid)
+			snprintf(u, sizeof(u), "%u", op->uid);
+		if (op->set_gid)
+			snprintf(g, sizeof(g), "%u", op->gid);
+		snprintf(out, cap, "o %s %s %s", rel_path(op->obj), u, g);
+		break;
+	}
 	case OP_SETTIMES:
 		if (op->server_time)
 			snprintf(out, cap, "T %s server", rel_path(op->obj));
@@ -2211,6 +2328,7 @@ static int workers_open(void)
 		W[i].rpc = rpc_open(srv.nfs_port, CR_NFS_PROG);
 		if (!W[i].rpc)
 			return -1;
+		set_auth(W[i].rpc, wcred[i]);
 		W[i].inflight = 0;
 		W[i].retry_at = 0;
 	}
@@ -2274,6 +2392,12 @@ static void worker_reply(struct worker *w)
 		char step[400];
 
 		op_step(op, step, sizeof(step));
+		if (!wscript[w->id].n && wcred[w->id].uid) {
+			char u[64];
+
+			snprintf(u, sizeof(u), "U %u %u", wcred[w->id].uid, wcred[w->id].gid);
+			script_add(&wscript[w->id], u);
+		}
 		if (pending_restart[w->id])
 			script_add(&wscript[w->id], pending_restart[w->id]);
 		pending_restart[w->id] = NULL;
@@ -2396,6 +2520,8 @@ struct lent {
 	char target[CR_TARGET_MAX + 1];
 	int mtime_known, atime_known;
 	nfstime3 mtime, atime;
+	uint32_t uid, gid;
+	int owner_any;
 };
 
 struct listing {
@@ -2458,6 +2584,9 @@ static void model_listing_dir(const struct model *m, int dir, const char *prefix
 		e->type = o->type;
 		e->mode = o->mode & 07777;
 		e->mode_any = o->mode_unknown || o->type == T_LNK;
+		e->uid = o->uid;
+		e->gid = o->gid;
+		e->owner_any = o->owner_unknown;
 		e->key = m->d[i].obj;
 		if (o->type == T_REG) {
 			e->size = o->size;
@@ -2520,6 +2649,8 @@ static int host_listing_dir(const char *root, const char *rel, struct listing *l
 		snprintf(e->path, sizeof(e->path), "%.60s/%.255s", rel, de->d_name);
 		e->type = S_ISREG(st.st_mode) ? T_REG : S_ISDIR(st.st_mode) ? T_DIR : S_ISLNK(st.st_mode) ? T_LNK : 99;
 		e->mode = st.st_mode & 07777;
+		e->uid = st.st_uid;
+		e->gid = st.st_gid;
 		e->key = st.st_ino;
 		e->mtime_known = e->atime_known = 1;
 		e->mtime.seconds = st.st_mtim.tv_sec;
@@ -2584,12 +2715,12 @@ static const char *lent_desc(const struct lent *e)
 	if (!e)
 		return "(absent)";
 	if (e->type == T_REG)
-		snprintf(s, 700, "file mode %04o size %u nlink %d crc %08x same-file-as %s", e->mode, e->size,
-			 e->nlink, e->crc, e->group);
+		snprintf(s, 700, "file mode %04o owner %u:%u size %u nlink %d crc %08x same-file-as %s", e->mode,
+			 e->uid, e->gid, e->size, e->nlink, e->crc, e->group);
 	else if (e->type == T_LNK)
-		snprintf(s, 700, "symlink -> '%s'", e->target);
+		snprintf(s, 700, "symlink owner %u:%u -> '%s'", e->uid, e->gid, e->target);
 	else
-		snprintf(s, 700, "%s mode %04o", type_name(e->type), e->mode);
+		snprintf(s, 700, "%s mode %04o owner %u:%u", type_name(e->type), e->mode, e->uid, e->gid);
 	return s;
 }
 
@@ -2640,6 +2771,7 @@ static int listing_diff(const struct listing *ex, const struct listing *ac, char
 		i++;
 		j++;
 		if (e->type != a->type || (!e->mode_any && e->type != T_LNK && e->mode != a->mode) ||
+		    (!e->owner_any && (e->uid != a->uid || e->gid != a->gid)) ||
 		    (e->type == T_REG && (e->size != a->size || e->nlink != a->nlink || e->crc != a->crc ||
 					  strcmp(e->group, a->group))) ||
 		    (e->type == T_LNK && strcmp(e->target, a->target))) {
@@ -2750,10 +2882,13 @@ static int check_handle(const struct model *m, int id, const struct fh *f, const
 		return -1;
 	}
 	if ((int)r.attr.type != o->type || (o->type != T_LNK && !o->mode_unknown && (r.attr.mode & 07777) != o->mode) ||
+	    (!o->owner_unknown && (r.attr.uid != o->uid || r.attr.gid != o->gid)) ||
 	    (o->type == T_REG && (r.attr.size != o->size || (int)r.attr.nlink != model_nlink(m, id)))) {
-		failf("held handle %s of %s: GETATTR type %d mode %04o size %" PRIu64 " nlink %u; expected %s mode %04o size %u nlink %d",
-		      fh_hex(f), path, r.attr.type, r.attr.mode & 07777, (uint64_t)r.attr.size, r.attr.nlink,
-		      type_name(o->type), o->mode, o->size, o->type == T_REG ? model_nlink(m, id) : 0);
+		failf("held handle %s of %s: GETATTR type %d mode %04o owner %u:%u size %" PRIu64
+		      " nlink %u; expected %s mode %04o owner %u:%u size %u nlink %d",
+		      fh_hex(f), path, r.attr.type, r.attr.mode & 07777, r.attr.uid, r.attr.gid, (uint64_t)r.attr.size,
+		      r.attr.nlink, type_name(o->type), o->mode, o->uid, o->gid, o->size,
+		      o->type == T_REG ? model_nlink(m, id) : 0);
 		bad = 1;
 	}
 	if (o->type == T_REG && !bad) {
@@ -3142,6 +3277,44 @@ static void disconnect_all(void)
 	}
 }
 
+/* give_subtree -- client w gets credentials c and its subtree (the
+ * checker's SETATTR of /wN's owner, as root: acknowledged, so part of the
+ * model). Returns 0 or -1. */
+static int give_subtree(int w, struct cred c)
+{
+	struct obj *o = &M.o[M.wroot[w]];
+	SETATTR3args a;
+	struct res r;
+	int rc = -1;
+
+	wcred[w] = c;
+	if (W[w].rpc)
+		set_auth(W[w].rpc, c);
+	if (o->uid == c.uid && o->gid == c.gid)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	memset(&a, 0, sizeof(a));
+	a.object = fh3(&o->fh[0]);
+	sattr_none(&a.new_attributes);
+	a.new_attributes.uid.set_it = 1;
+	a.new_attributes.uid.set_uid3_u.uid = c.uid;
+	a.new_attributes.gid.set_it = 1;
+	a.new_attributes.gid.set_gid3_u.gid = c.gid;
+	res_reset(&r, P_SETATTR);
+	if (rpc_nfs3_setattr_async(chk, res_cb, &a, &r) < 0 || sync_wait(&r, "SETATTR owner") < 0)
+		goto out;
+	if (r.status != NFS3_OK) {
+		failf("SETATTR of w%d's owner to %u:%u: %s", w, c.uid, c.gid, nfsstat3_to_str(r.status));
+		goto out;
+	}
+	o->uid = c.uid;
+	o->gid = c.gid;
+	rc = 0;
+out:
+	res_reset(&r, P_NONE);
+	return rc;
+}
+
 /* setup_tree -- the model's root and one subtree per client, made through
  * NFS (acknowledged, so part of the model) */
 static int setup_tree(void)
@@ -3155,6 +3328,7 @@ static int setup_tree(void)
 		return -1;
 	M.root = model_new_obj(&M, T_DIR, -1, 0755);
 	M.o[M.root].mode_unknown = 1;
+	M.o[M.root].owner_unknown = 1;
 	model_add_fh(&M.o[M.root], &root);
 	for (int w = 0; w < cfg.workers; w++) {
 		MKDIR3args a;
@@ -3197,6 +3371,10 @@ static int setup_tree(void)
 		W[w].id = w;
 		W[w].enabled = 1;
 		W[w].wbuf = malloc(CR_WRITE_MAX);
+		/* made by root; odd clients get theirs */
+		wcred[w] = (struct cred){ 0, 0 };
+		if (give_subtree(w, default_cred(w)) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -3583,6 +3761,8 @@ static int sc_valid(int w, const struct op *op)
 	case OP_SETMODE:
 	case OP_SETTIMES:
 		return op->obj != M.wroot[w] && M.o[op->obj].type != T_LNK;
+	case OP_SETOWNER:
+		return op->obj != M.wroot[w];
 	case OP_LINK:
 		return M.o[op->obj].type == T_REG && M.o[op->dir2].type == T_DIR &&
 		       model_lookup(&M, op->dir2, op->name2) < 0;
@@ -3604,6 +3784,7 @@ static int sc_valid(int w, const struct op *op)
  *   w a [OFF LEN SEED]  write  t a SIZE   truncate    p a MODE chmod
  *   T a [AS ANS MS MNS|server] utimes      r a b    rename
  *   l a b  link                u a   remove           x D      rmdir
+ *   o a UID|- GID|-  chown (as root)      U UID GID  the client's credentials
  * Returns 0 (done, or skipped when lenient and invalid), -1 on failure. */
 static int sc_step(int w, const char *step, int lenient)
 {
@@ -3654,6 +3835,19 @@ static int sc_step(int w, const char *step, int lenient)
 		op.obj = sc_obj(w, a);
 		op.mode = strtoul(b, NULL, 8);
 		break;
+	case 'o':
+		op.kind = OP_SETOWNER;
+		op.obj = sc_obj(w, a);
+		op.set_uid = n > 2 && strcmp(b, "-");
+		op.uid = strtoul(b, NULL, 10);
+		op.set_gid = n > 3 && strcmp(c, "-");
+		op.gid = strtoul(c, NULL, 10);
+		if (!op.set_uid && !op.set_gid)
+			return lenient ? 0 : -1;
+		break;
+	case 'U':
+		/* this client's credentials from now on, its subtree its own */
+		return give_subtree(w, (struct cred){ strtoul(a, NULL, 10), n > 2 ? strtoul(b, NULL, 10) : 0 });
 	case 'T':
 		op.kind = OP_SETTIMES;
 		op.obj = sc_obj(w, a);
@@ -3883,6 +4077,8 @@ static int mode_scenarios(void)
 		"m D; m E; c f; p D 0700; l f D/l; r D/l E/g",	/* a directory's SETATTR, then a link
 								 * moved out of it (after a reboot, its
 								 * replay lowered D's stamp: 81680c5) */
+		"c a; w a; o a 1001 3999; s l; o l 65534 65534; m D; o D 2002 -; c D/f",	/* owners (root's subtree) */
+		"c a; w a; o a - 3999; l a b; o b - 65534; m D; o D - 0; c D/f",	/* groups (uid 2021's subtree) */
 	};
 	int n = (int)(sizeof(scripts) / sizeof(scripts[0])), saved_workers;
 	long long t0 = now_ms();
@@ -3890,6 +4086,10 @@ static int mode_scenarios(void)
 	if (cfg.script) {
 		scripts[0] = cfg.script;
 		n = 1;
+	}
+	if (n > CR_WORKERS_MAX) {
+		failf("%d scenarios, at most CR_WORKERS_MAX (%d)", n, CR_WORKERS_MAX);
+		return -1;
 	}
 
 	memset(&ST, 0, sizeof(ST));
@@ -3915,9 +4115,14 @@ static int mode_scenarios(void)
 			fake_reboot();
 		restart_and_check(cfg.presto, reboot ? "scenarios: after SIGKILL and a fake reboot" : "scenarios: after SIGKILL");
 		for (int w = 0; w < n; w++)
-			if (!W[w].enabled)
-				printf("  (scenario w%d%s was: %s)\n", w, reboot ? ", restarted after a fake reboot," : "",
-				       scripts[w]);
+			if (!W[w].enabled) {
+				char u[64] = "";
+
+				if (wcred[w].uid)
+					snprintf(u, sizeof(u), "U %u %u; ", wcred[w].uid, wcred[w].gid);
+				printf("  (scenario w%d%s was: %s%s)\n", w,
+				       reboot ? ", restarted after a fake reboot," : "", u, scripts[w]);
+			}
 		disconnect_all();
 		server_kill();
 		workers_crashed();
