@@ -1177,6 +1177,9 @@ struct model {
 };
 
 static struct model M;
+static int powercut_mode;		/* objects may be made anew by replay: a LOOKUP's
+					 * fileid differing from a held handle's is counted,
+					 * not a failure */
 
 static int model_new_obj(struct model *m, int type, int worker, uint32_t mode)
 {
@@ -3227,7 +3230,8 @@ handles_done:
 	}
 
 	/* LOOKUP every name: objects created by an applied "maybe" get a handle;
-	 * a different handle for a known object is kept as well */
+	 * a different handle for a known object is kept as well; its fileid must
+	 * be the held handle's (outside powercut mode) */
 	for (int i = 0; i < M.nd; i++) {
 		struct dent *d = &M.d[i];
 		struct obj *o = &M.o[d->obj];
@@ -3247,8 +3251,20 @@ handles_done:
 			struct res g;
 
 			memset(&g, 0, sizeof(g));
-			if (do_getattr(&o->fh[0], &g) == 0 && g.status == NFS3_OK && g.attr.fileid != r.attr.fileid)
+			if (do_getattr(&o->fh[0], &g) == 0 && g.status == NFS3_OK && g.attr.fileid != r.attr.fileid) {
 				ST.fileid_changed++;
+				/* without a power cut no object is made anew: the name
+				 * and the handle held for its object are one file */
+				if (!powercut_mode) {
+					failf("%s: LOOKUP %s gave fileid %" PRIu64 " (handle %s), its held handle %s has fileid %" PRIu64,
+					      when, model_path(&M, d->obj), (uint64_t)r.attr.fileid, fh_hex(&r.fh),
+					      fh_hex(&o->fh[0]), (uint64_t)g.attr.fileid);
+					if (o->worker >= 0) {
+						hist_print_obj(o->worker, d->obj);
+						worker_disable(&W[o->worker], "LOOKUP and held handle disagree");
+					}
+				}
+			}
 			res_reset(&g, P_NONE);
 		}
 		model_add_fh(o, &r.fh);
@@ -4243,6 +4259,7 @@ int main(int argc, char **argv)
 		int rc;
 
 		fails_total = 0;
+		powercut_mode = !strcmp(tok, "powercut");
 		alarm(cfg.time_limit + cfg.minimize + 150);
 		if (!strcmp(tok, "kill"))
 			rc = mode_kill();
