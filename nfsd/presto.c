@@ -123,6 +123,11 @@ static struct {
 	uint32_t open_epoch;		/* this open's epoch and the log's last LSN */
 	uint64_t open_head_lsn;		/* at open: no stamp can be past them (replay) */
 	bool fast_persist;		/* persists are CPU work (pmem), no I/O */
+	/* a syncfs failed this run (atomic): writeback lost data that only
+	 * the log still holds, and syncfs reports such an error once per
+	 * descriptor, so no later sync proves anything; nothing is trimmed
+	 * any more, and the next start replays the whole log */
+	bool wb_failed;
 	unsigned syncing;		/* atomic: syncfs calls in progress */
 	uint64_t claimed;		/* atomic: log bytes claimed by calls between
 					 * begin and append (space_reserve) */
@@ -792,6 +797,27 @@ static void retired_drop_locked(struct xtab *t)
 	}
 }
 
+/* wb_failure -- a syncfs failed: the pages whose writeback failed are clean
+ * now, their data on no disk, and the error is reported once, so the next
+ * syncfs succeeds. Only the log's records still hold that data: from now
+ * on nothing is trimmed (the log fills, clients are slowed, then told to
+ * retry), and STATE_DIR/replay-pending makes the next start replay the
+ * whole log, trusting no file's stamp. */
+static void wb_failure(void)
+{
+	if (__atomic_exchange_n(&P.wb_failed, true, __ATOMIC_ACQ_REL))
+		return;
+	__atomic_store_n(&P.state, "ERROR", __ATOMIC_RELAXED);
+	int rc = replay_mark(true, false);
+	if (rc < 0) {
+		errno = -rc;
+		log_warn("%s/replay-pending", P.conf.state_dir);
+	}
+	log_warnx("a filesystem lost written data (writeback error): the NVRAM log keeps every "
+		  "record from now on and is never trimmed in this run. Repair the filesystem and "
+		  "restart presto-nfsd: it replays the log");
+}
+
 /* sync_table -- syncfs each filesystem of x not in done[] (n of them so far,
  * room for max); returns 0 or the last -errno */
 static int sync_table(const struct xtab *x, dev_t *done, size_t *n, size_t max, const char *what)
@@ -809,6 +835,7 @@ static int sync_table(const struct xtab *x, dev_t *done, size_t *n, size_t max, 
 		if (syncfs(x->v[i].root_fd) < 0) {
 			rc = -errno;
 			log_warn("syncfs of %s %s", what, x->v[i].e->path);
+			wb_failure();
 		} else if (*n < max) {
 			done[(*n)++] = x->v[i].dev;
 		}
@@ -857,10 +884,13 @@ int presto_sync_all(void)
 			idle[i] = false;	/* not covered: keep it */
 		}
 	}
+	/* after a writeback error no sync covers anything (wb_failure) */
+	if (__atomic_load_n(&P.wb_failed, __ATOMIC_ACQUIRE))
+		rc = -EIO;
 	/* release the idle ones that this sync covered */
 	pthread_mutex_lock(&R.lock);
 	for (unsigned i = 0; i < nold; i++)
-		if (idle[i])
+		if (idle[i] && rc == 0)
 			retired_drop_locked(old[i]);
 	pthread_mutex_unlock(&R.lock);
 	for (unsigned i = 0; i < nold; i++)
@@ -2524,7 +2554,7 @@ void presto_get_stats(struct presto_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->log_open = P.log != NULL;
-	out->state = P.state;
+	out->state = __atomic_load_n(&P.state, __ATOMIC_RELAXED);
 	out->nvram_path = P.conf.nvram ? P.nvram_path : "";
 	if (P.log) {
 		struct nvlog_info info;

@@ -707,6 +707,116 @@ static void test_dropped_export_is_synced_before_trim(void **state)
 		fail_msg("the log was trimmed but the dropped export's data is not on its disk");
 }
 
+/* A filesystem whose writeback fails: b, an ext4 image on a loop device
+ * whose backing file lies in a small tmpfs ("back"), every block mkfs used
+ * allocated there and the free ones punched out; filling the tmpfs then
+ * makes every write to a new data block fail (ENOSPC) while the journal,
+ * allocated, still commits (mounted errors=continue). */
+static char wb_back[200];
+
+static int wb_teardown(void **state)
+{
+	if (dropped_mnt[0]) {
+		umount2(dropped_mnt, MNT_DETACH);
+		dropped_mnt[0] = '\0';
+	}
+	if (wb_back[0]) {
+		umount2(wb_back, MNT_DETACH);
+		wb_back[0] = '\0';
+	}
+	return test_teardown(state);
+}
+
+static void add_failing_export(char *img, size_t imglen)
+{
+	char cmd[4096], buf[4096];
+
+	snprintf(wb_back, sizeof(wb_back), "%s/back", srv.dir);
+	snprintf(img, imglen, "%s/img", wb_back);
+	snprintf(dropped_mnt, sizeof(dropped_mnt), "%s/b", srv.dir);
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; d='%s'; mkdir -p \"$d/back\" \"$d/b\"; "
+		 "mount -t tmpfs -o size=40M tmpfs \"$d/back\"; "
+		 "truncate -s 32M \"$d/img0\"; "
+		 "mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 \"$d/img0\" >/dev/null 2>&1; "
+		 "cp --sparse=never \"$d/img0\" \"$d/back/img\"; "
+		 "bs=$(dumpe2fs -h \"$d/img0\" 2>/dev/null | sed -n 's/^Block size: *//p'); "
+		 "dumpe2fs \"$d/img0\" 2>/dev/null | sed -n 's/^  Free blocks: //p' | tr ',' '\\n' | "
+		 "while read rg; do a=${rg%%-*}; b=${rg#*-}; [ -n \"$a\" ] || continue; "
+		 "fallocate -p -o $((a * bs)) -l $(((b - a + 1) * bs)) \"$d/back/img\"; done; "
+		 "rm \"$d/img0\"; mount -o loop,errors=continue \"$d/back/img\" \"$d/b\"; "
+		 "chmod 777 \"$d/b\"; sync",
+		 srv.dir);
+	if (system(cmd) != 0) {
+		dropped_mnt[0] = '\0';
+		fail_msg("could not make the failing image: %s", cmd);
+	}
+	assert_int_equal(it_server_reload(&srv, both_exports, 2), 0);
+	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));	/* done when it answers */
+}
+
+/* the operator's repair: room in the tmpfs, the filesystem (which the
+ * journal's failed writes turned read-only) checked and mounted again */
+static void repair_failing_export(struct it_server *s)
+{
+	char cmd[1200];
+
+	snprintf(cmd, sizeof(cmd),
+		 "d='%s'; rm \"$d/back/fill\" && umount \"$d/b\" && "
+		 "{ e2fsck -fy \"$d/back/img\" >/dev/null 2>&1; [ $? -le 1 ]; } && "
+		 "mount -o loop \"$d/back/img\" \"$d/b\"", s->dir);
+	if (system(cmd) != 0)
+		fail_msg("could not repair the image: %s", cmd);
+}
+
+static void test_writeback_error_keeps_the_log(void **state)
+{
+	/* syncfs reports a writeback error once per descriptor: the
+	 * destager's retry succeeded and trimmed records whose data was on no
+	 * disk. Now nothing is trimmed after such an error, and the next start
+	 * replays the log, so the data reaches the disk once it has room */
+	char img[300], cmd[600], buf[4096];
+	struct it_fh broot;
+
+	(void)state;
+	start_logged(EXPORT_RW, NULL);
+	add_failing_export(img, sizeof(img));
+	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	assert_non_null(m);
+	assert_int_equal(it_mnt(m, dropped_mnt, &broot), MNT3_OK);
+	it_rpc_close(m);
+	snprintf(cmd, sizeof(cmd), "dd if=/dev/zero of='%s/fill' bs=1M count=64 2>/dev/null", wb_back);
+	assert_true(system(cmd) != -1);		/* fills the tmpfs: ENOSPC is the point */
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	it_fill(kept_data, sizeof(kept_data), 93);
+	assert_int_equal(it_create(rpc, &broot, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	struct it_fh f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 0, kept_data, sizeof(kept_data), FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(rpc);
+
+	/* the first flush fails; a second (a new syncfs, no error to report)
+	 * must not trim either */
+	control("{\"cmd\":\"flush\"}\n", buf, sizeof(buf));
+	if (strstr(buf, "\"ok\":true"))
+		fail_msg("a flush onto a filesystem that cannot write succeeded: %s", buf);
+	sleep(2);	/* the destager retries every second */
+	control("{\"cmd\":\"flush\"}\n", buf, sizeof(buf));
+	if (strstr(buf, "\"ok\":true"))
+		fail_msg("a flush after a writeback error succeeded (its records trimmed): %s", buf);
+	control("{\"cmd\":\"status\"}\n", buf, sizeof(buf));
+	if (!strstr(buf, "\"ERROR\""))
+		fail_msg("the status does not say ERROR after a writeback error: %s", buf);
+	if (!state_has(&srv, "replay-pending"))
+		fail_msg("no replay-pending mark after a writeback error");
+
+	/* a crash, the filesystem repaired: the restart replays, the data
+	 * reaches the image (read with debugfs, not through the page cache) */
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, repair_failing_export), 0);
+	if (!image_holds_kept(img))
+		fail_msg("the data of an acknowledged WRITE is not on the disk after the restart");
+}
+
 /* a restart in the same boot (the page cache survived: nothing is
  * replayed, the filesystems are synced and the log trimmed) after b was
  * dropped from the exports file: b's records are trimmed too, so b's
@@ -2235,6 +2345,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_dropped_export_is_synced_before_trim, drop_teardown),
 		cmocka_unit_test_teardown(test_dropped_export_can_be_unmounted, drop_teardown),
 		cmocka_unit_test_teardown(test_restart_syncs_dropped_export, drop_teardown),
+		cmocka_unit_test_teardown(test_writeback_error_keeps_the_log, wb_teardown),
 		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
 		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
 		cmocka_unit_test_teardown(test_garbled_stamp_covers_nothing, test_teardown),
