@@ -352,6 +352,19 @@ static void test_read(void **state)
 	assert_int_equal(it_read(rpc, &f, sizeof(buf) + 10000, 100, &r), NFS3_OK);
 	assert_int_equal(r.count, 0);
 	assert_true(r.eof);
+	/* far past the end, up to where offset + count would pass 2^63 and
+	 * 2^64: 0 bytes, eof (as knfsd, which clamps the offset), not INVAL */
+	if (!it_is_ganesha()) {
+		static const uint64_t far[] = { 0x7ffffffffffffff6ull, 0x7fffffffffffffffull,
+						0x8000000000000000ull, 0xffffffffffffffffull };
+		for (size_t i = 0; i < sizeof(far) / sizeof(far[0]); i++) {
+			if (it_read(rpc, &f, far[i], 4096, &r) != NFS3_OK)
+				fail_msg("READ at offset %#llx: %d, not OK", (unsigned long long)far[i],
+					 r.status);
+			assert_int_equal(r.count, 0);
+			assert_true(r.eof);
+		}
+	}
 	/* count 0 */
 	assert_int_equal(it_read(rpc, &f, 0, 0, &r), NFS3_OK);
 	assert_int_equal(r.count, 0);
