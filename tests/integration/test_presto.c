@@ -1502,6 +1502,52 @@ static void test_drc_survives_crash(void **state)
 	assert_int_equal(st, NFS3ERR_NOENT);
 }
 
+static void other_filesystem(struct it_server *s)
+{
+	uint8_t other[16];
+	memset(other, 0xa6, sizeof(other));
+	assert_int_equal(setxattr(it_path(s, "."), MARK_XATTR, other, sizeof(other), 0), 0);
+}
+
+static void test_discarded_record_leaves_no_drc_entry(void **state)
+{
+	/* a REMOVE whose record cannot be replayed (the root is another
+	 * filesystem's) and is discarded by --replay=force was not done, as
+	 * far as the client can know: its retransmission must be executed
+	 * again (NOENT here), not answered the original OK from a DRC rebuilt
+	 * out of the discarded record */
+	static struct it_buf call, reply;
+	struct it_fh root;
+	int sport = 0, st = -1;
+	uint32_t xid = 0x7e580000u + (uint32_t)(getpid() & 0xffff);
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	assert_int_equal(it_write_file(it_path(&srv, "victim"), "v", 1, 0644), 0);
+	it_put_call(&call, xid, 2, IT_NFS_PROG, 3, NFS3_REMOVE, IT_AUTH_SYS, 0, 0);
+	it_put_fh(&call, &root);
+	it_put_string(&call, "victim");
+	for (int i = 0; i < 50 && st < 0; i++) {
+		sport = 44000 + (int)((getpid() * 7 + i * 13) % 2000);
+		st = it_raw_status(srv.nfs_port, "127.0.0.1", sport, &call, &reply, NULL);
+	}
+	assert_int_equal(st, NFS3_OK);
+	it_presto_extra[0] = "--replay=force";
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, other_filesystem), 0);
+	if (!log_says(&srv, "could not be replayed") && !log_says(&srv, "replay of LSN"))
+		fail_msg("the REMOVE's record was replayed: the test needs it refused");
+	st = -1;
+	for (int i = 0; i < 20 && st < 0; i++) {
+		st = it_raw_status(srv.nfs_port, "127.0.0.1", sport, &call, &reply, NULL);
+		if (st < 0)
+			usleep(100 * 1000);	/* the old 4-tuple may linger */
+	}
+	if (st != NFS3ERR_NOENT)
+		fail_msg("the retransmitted REMOVE of a discarded record: %d, want NOENT (run again)",
+			 st);
+}
+
 /* connect_create -- a connection to srv's NFS, and an empty file name
  * CREATEd (UNCHECKED, 0644) in the export's root into *f */
 static struct rpc_context *connect_create(const char *name, struct it_fh *f)
@@ -2353,6 +2399,7 @@ int main(void)
 					  test_teardown),
 		cmocka_unit_test_teardown(test_replay_after_reboot_keeps_directory_stamps, test_teardown),
 		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
+		cmocka_unit_test_teardown(test_discarded_record_leaves_no_drc_entry, test_teardown),
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
 		cmocka_unit_test_teardown(test_commit_after_switching_on, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
