@@ -1358,6 +1358,17 @@ struct op {
 	int seq;			/* this client's op number */
 };
 
+
+/* owner_strs -- a SETOWNER's uid and gid as text, "-" for one not set */
+static void owner_strs(const struct op *op, char u[16], char g[16])
+{
+	strcpy(u, "-");
+	strcpy(g, "-");
+	if (op->set_uid)
+		snprintf(u, 16, "%u", op->uid);
+	if (op->set_gid)
+		snprintf(g, 16, "%u", op->gid);
+}
 static const char *op_desc(const struct model *m, const struct op *op)
 {
 	static char b[2][768];
@@ -1400,12 +1411,9 @@ static const char *op_desc(const struct model *m, const struct op *op)
 			 model_path(m, op->obj), op->mode);
 		break;
 	case OP_SETOWNER: {
-		char u[16] = "-", g[16] = "-";
+		char u[16], g[16];
 
-		if (op->set_uid)
-			snprintf(u, sizeof(u), "%u", op->uid);
-		if (op->set_gid)
-			snprintf(g, sizeof(g), "%u", op->gid);
+		owner_strs(op, u, g);
 		snprintf(s, 768, "w%d#%d setattr %s owner %s:%s (as root)", op->worker, op->seq,
 			 model_path(m, op->obj), u, g);
 		break;
@@ -2233,12 +2241,9 @@ static void op_step(const struct op *op, char *out, size_t cap)
 		snprintf(out, cap, "p %s %o", rel_path(op->obj), op->mode);
 		break;
 	case OP_SETOWNER: {
-		char u[16] = "-", g[16] = "-";
+		char u[16], g[16];
 
-		if (op->set_uid)
-			snprintf(u, sizeof(u), "%u", op->uid);
-		if (op->set_gid)
-			snprintf(g, sizeof(g), "%u", op->gid);
+		owner_strs(op, u, g);
 		snprintf(out, cap, "o %s %s %s", rel_path(op->obj), u, g);
 		break;
 	}
@@ -3293,6 +3298,16 @@ static void disconnect_all(void)
 	}
 }
 
+/* crash_kill -- SIGKILL the server in the middle of the workload: the
+ * workers' calls in flight are unacknowledged, their connections gone */
+static void crash_kill(void)
+{
+	server_kill();
+	ST.kills++;
+	workers_crashed();
+	disconnect_all();
+}
+
 /* give_subtree -- client w gets credentials c and its subtree (the
  * checker's SETATTR of /wN's owner, as root: acknowledged, so part of the
  * model). Returns 0 or -1. */
@@ -3476,10 +3491,7 @@ static int mode_kill(void)
 			server_stop();
 			ST.stops++;
 		} else {
-			server_kill();
-			ST.kills++;
-			workers_crashed();
-			disconnect_all();
+			crash_kill();
 		}
 		if (reboot)
 			fake_reboot();
@@ -3619,10 +3631,7 @@ static int mode_powercut(void)
 			snap_mid++;
 			run_workload(start + dur, snap_at, snapshot, 0);
 		}
-		server_kill();
-		ST.kills++;
-		workers_crashed();
-		disconnect_all();
+		crash_kill();
 		if (!cfg.presto && !early)
 			snapshot();
 		if (restore_copy() < 0)
@@ -3704,10 +3713,7 @@ static int mode_fulllog(void)
 		}
 		run_workload(now_ms() + 4000, 0, NULL, 1);
 		presto_stats();
-		server_kill();
-		ST.kills++;
-		workers_crashed();
-		disconnect_all();
+		crash_kill();
 		snprintf(when, sizeof(when), "fulllog: after kill %d", c + 1);
 		if (restart_and_check(rnd(2), when) < 0)
 			break;
@@ -4123,10 +4129,7 @@ static int mode_scenarios(void)
 		}
 		for (int w = 0; w < n; w++)
 			sc_run(w, scripts[w]);
-		server_kill();
-		ST.kills++;
-		workers_crashed();
-		disconnect_all();
+		crash_kill();
 		if (reboot)
 			fake_reboot();
 		restart_and_check(cfg.presto, reboot ? "scenarios: after SIGKILL and a fake reboot" : "scenarios: after SIGKILL");

@@ -648,6 +648,25 @@ static void add_image_export(char *img, size_t imglen, const char *opts)
 	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));	/* done when it answers */
 }
 
+/* write_kept_in_b -- kept_data (from seed) written FILE_SYNC to a new
+ * file f of the image export b, through the server */
+static void write_kept_in_b(uint32_t seed)
+{
+	struct it_fh broot;
+	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+
+	assert_non_null(m);
+	assert_int_equal(it_mnt(m, dropped_mnt, &broot), MNT3_OK);
+	it_rpc_close(m);
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	it_fill(kept_data, sizeof(kept_data), seed);
+	assert_int_equal(it_create(rpc, &broot, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	struct it_fh f = r.fh;
+	assert_int_equal(it_write(rpc, &f, 0, kept_data, sizeof(kept_data), FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(rpc);
+}
+
 /* image_holds_kept -- whether /f of the ext4 image img holds kept_data:
  * what the image holds (debugfs reads it), not the page cache */
 static bool image_holds_kept(const char *img)
@@ -678,23 +697,12 @@ static void test_dropped_export_is_synced_before_trim(void **state)
 	 * mounted with a 60 s journal commit, so that nothing but a sync puts
 	 * the data in the image (read with debugfs) within the test */
 	char img[160], buf[4096];
-	struct it_fh broot;
 
 	(void)state;
 	start_logged(EXPORT_RW, NULL);
 	add_image_export(img, sizeof(img), "loop,commit=60");
 
-	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
-	assert_non_null(m);
-	assert_int_equal(it_mnt(m, dropped_mnt, &broot), MNT3_OK);
-	it_rpc_close(m);
-	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-	assert_non_null(rpc);
-	it_fill(kept_data, sizeof(kept_data), 91);
-	assert_int_equal(it_create(rpc, &broot, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
-	struct it_fh f = r.fh;
-	assert_int_equal(it_write(rpc, &f, 0, kept_data, sizeof(kept_data), FILE_SYNC, &r), NFS3_OK);
-	it_rpc_close(rpc);
+	write_kept_in_b(91);
 
 	/* drop b, then destage everything: the log is trimmed */
 	assert_int_equal(it_server_reload(&srv, both_exports, 1), 0);
@@ -776,24 +784,13 @@ static void test_writeback_error_keeps_the_log(void **state)
 	 * disk. Now nothing is trimmed after such an error, and the next start
 	 * replays the log, so the data reaches the disk once it has room */
 	char img[300], cmd[600], buf[4096];
-	struct it_fh broot;
 
 	(void)state;
 	start_logged(EXPORT_RW, NULL);
 	add_failing_export(img, sizeof(img));
-	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
-	assert_non_null(m);
-	assert_int_equal(it_mnt(m, dropped_mnt, &broot), MNT3_OK);
-	it_rpc_close(m);
 	snprintf(cmd, sizeof(cmd), "dd if=/dev/zero of='%s/fill' bs=1M count=64 2>/dev/null", wb_back);
 	assert_true(system(cmd) != -1);		/* fills the tmpfs: ENOSPC is the point */
-	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-	assert_non_null(rpc);
-	it_fill(kept_data, sizeof(kept_data), 93);
-	assert_int_equal(it_create(rpc, &broot, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
-	struct it_fh f = r.fh;
-	assert_int_equal(it_write(rpc, &f, 0, kept_data, sizeof(kept_data), FILE_SYNC, &r), NFS3_OK);
-	it_rpc_close(rpc);
+	write_kept_in_b(93);
 
 	/* the first flush fails; a second (a new syncfs, no error to report)
 	 * must not trim either */
@@ -833,22 +830,11 @@ static void drop_b_from_exports(struct it_server *s)
 static void test_restart_syncs_dropped_export(void **state)
 {
 	char img[160];
-	struct it_fh broot;
 
 	(void)state;
 	start_logged(EXPORT_RW, no_destage);
 	add_image_export(img, sizeof(img), "loop,commit=60");
-	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
-	assert_non_null(m);
-	assert_int_equal(it_mnt(m, dropped_mnt, &broot), MNT3_OK);
-	it_rpc_close(m);
-	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-	assert_non_null(rpc);
-	it_fill(kept_data, sizeof(kept_data), 92);
-	assert_int_equal(it_create(rpc, &broot, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
-	struct it_fh f = r.fh;
-	assert_int_equal(it_write(rpc, &f, 0, kept_data, sizeof(kept_data), FILE_SYNC, &r), NFS3_OK);
-	it_rpc_close(rpc);
+	write_kept_in_b(92);
 	it_presto_extra[0] = NULL;	/* destage again: the restart trims */
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, drop_b_from_exports), 0);
 	if (!log_says(&srv, "the page cache survived"))
@@ -1463,37 +1449,55 @@ static void test_forged_redirect_is_ignored(void **state)
 	}
 }
 
+/* remove_victim -- "victim" made in the export's root and REMOVEd by a raw
+ * call (xid, AUTH_SYS) from a fixed source port near port_base, as a kernel
+ * client keeps it across reconnections; the call in *call, the port
+ * returned */
+static int remove_victim(uint32_t xid, int port_base, struct it_buf *call, struct it_buf *reply)
+{
+	struct it_fh root;
+	int sport = 0, st = -1;
+
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	assert_int_equal(it_write_file(it_path(&srv, "victim"), "v", 1, 0644), 0);
+	it_put_call(call, xid, 2, IT_NFS_PROG, 3, NFS3_REMOVE, IT_AUTH_SYS, 0, 0);
+	it_put_fh(call, &root);
+	it_put_string(call, "victim");
+	for (int i = 0; i < 50 && st < 0; i++) {
+		sport = port_base + (int)((getpid() * 7 + i * 13) % 2000);
+		st = it_raw_status(srv.nfs_port, "127.0.0.1", sport, call, reply, NULL);
+	}
+	assert_int_equal(st, NFS3_OK);
+	assert_int_not_equal(access(it_path(&srv, "victim"), F_OK), 0);
+	return sport;
+}
+
+/* retransmit -- call again from sport after a restart (the old 4-tuple
+ * may linger a moment); its nfsstat3, or < 0 */
+static int retransmit(int sport, struct it_buf *call, struct it_buf *reply)
+{
+	int st = -1;
+
+	for (int i = 0; i < 20 && st < 0; i++) {
+		st = it_raw_status(srv.nfs_port, "127.0.0.1", sport, call, reply, NULL);
+		if (st < 0)
+			usleep(100 * 1000);
+	}
+	return st;
+}
+
 static void test_drc_survives_crash(void **state)
 {
 	/* docs/ARCHITECTURE.md: with presto on, the DRC is rebuilt from the live
 	 * log records, so a client retransmitting a REMOVE (same source address
 	 * and port, same xid) after a crash gets the original NFS3_OK */
 	static struct it_buf call, reply;
-	struct it_fh root;
-	int sport = 0, st = -1;
-	uint32_t xid = 0x7e570000u + (uint32_t)(getpid() & 0xffff);
 
 	(void)state;
 	start_logged(EXPORT_RW, no_destage);
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	assert_int_equal(it_write_file(it_path(&srv, "victim"), "v", 1, 0644), 0);
-	it_put_call(&call, xid, 2, IT_NFS_PROG, 3, NFS3_REMOVE, IT_AUTH_SYS, 0, 0);
-	it_put_fh(&call, &root);
-	it_put_string(&call, "victim");
-	/* a fixed source port, as a kernel client keeps across reconnections */
-	for (int i = 0; i < 50 && st < 0; i++) {
-		sport = 42000 + (int)((getpid() * 7 + i * 13) % 2000);
-		st = it_raw_status(srv.nfs_port, "127.0.0.1", sport, &call, &reply, NULL);
-	}
-	assert_int_equal(st, NFS3_OK);
-	assert_int_not_equal(access(it_path(&srv, "victim"), F_OK), 0);
+	int sport = remove_victim(0x7e570000u + (uint32_t)(getpid() & 0xffff), 42000, &call, &reply);
 	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
-	st = -1;
-	for (int i = 0; i < 20 && st < 0; i++) {
-		st = it_raw_status(srv.nfs_port, "127.0.0.1", sport, &call, &reply, NULL);
-		if (st < 0)
-			usleep(100 * 1000);	/* the old 4-tuple may linger */
-	}
+	int st = retransmit(sport, &call, &reply);
 	if (st != NFS3_OK)
 		fail_msg("REMOVE retransmitted after a crash from the same address and port: %d, "
 			 "want the original NFS3_OK from the rebuilt DRC", st);
@@ -1517,32 +1521,15 @@ static void test_discarded_record_leaves_no_drc_entry(void **state)
 	 * again (NOENT here), not answered the original OK from a DRC rebuilt
 	 * out of the discarded record */
 	static struct it_buf call, reply;
-	struct it_fh root;
-	int sport = 0, st = -1;
-	uint32_t xid = 0x7e580000u + (uint32_t)(getpid() & 0xffff);
 
 	(void)state;
 	start_logged(EXPORT_RW, replay_always_no_destage);
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	assert_int_equal(it_write_file(it_path(&srv, "victim"), "v", 1, 0644), 0);
-	it_put_call(&call, xid, 2, IT_NFS_PROG, 3, NFS3_REMOVE, IT_AUTH_SYS, 0, 0);
-	it_put_fh(&call, &root);
-	it_put_string(&call, "victim");
-	for (int i = 0; i < 50 && st < 0; i++) {
-		sport = 44000 + (int)((getpid() * 7 + i * 13) % 2000);
-		st = it_raw_status(srv.nfs_port, "127.0.0.1", sport, &call, &reply, NULL);
-	}
-	assert_int_equal(st, NFS3_OK);
+	int sport = remove_victim(0x7e580000u + (uint32_t)(getpid() & 0xffff), 44000, &call, &reply);
 	it_presto_extra[0] = "--replay=force";
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, other_filesystem), 0);
 	if (!log_says(&srv, "could not be replayed") && !log_says(&srv, "replay of LSN"))
 		fail_msg("the REMOVE's record was replayed: the test needs it refused");
-	st = -1;
-	for (int i = 0; i < 20 && st < 0; i++) {
-		st = it_raw_status(srv.nfs_port, "127.0.0.1", sport, &call, &reply, NULL);
-		if (st < 0)
-			usleep(100 * 1000);	/* the old 4-tuple may linger */
-	}
+	int st = retransmit(sport, &call, &reply);
 	if (st != NFS3ERR_NOENT)
 		fail_msg("the retransmitted REMOVE of a discarded record: %d, want NOENT (run again)",
 			 st);
