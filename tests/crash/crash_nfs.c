@@ -409,7 +409,7 @@ static int reboot_probe(void)
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && !strcmp(seen, id))
 			reboot_ok = 1;
 		else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-			snprintf(reboot_why, sizeof(reboot_why), "the child saw boot id '%s', not '%s'", seen, id);
+			snprintf(reboot_why, sizeof(reboot_why), "the child saw boot id '%.40s', not '%.40s'", seen, id);
 		else
 			snprintf(reboot_why, sizeof(reboot_why), "%s", seen[0] ? seen : "the probe failed");
 	}
