@@ -62,9 +62,14 @@ struct rpc_conn {
 	size_t out_bytes;		/* queued for output, not yet sent (written under
 					 * lock, read without: atomic stores and loads) */
 	/* input read but not consumed while out_bytes is over RPC_MAX_QUEUED
-	 * (loop thread; set and cleared under lock) */
+	 * or the connection is throttled (loop thread; set and cleared under
+	 * lock) */
 	uint8_t *held;
 	size_t held_len;
+	/* on R.resumes: a worker lifted the throttle of a connection with
+	 * held input, the loop goes on with it (lock; the link: R.conns_lock) */
+	bool resume_queued;
+	struct rpc_conn *resume_next;
 	/* replies of calls run on the loop thread wait here until the end of
 	 * its batch (loop thread only: the flag and the list link) */
 	bool corked;
@@ -111,6 +116,9 @@ static struct {
 	pthread_mutex_t conns_lock;
 	struct rpc_conn *conns, *closed;
 	struct rpc_conn *corked;	/* loop thread only: connections to flush */
+	/* connections whose held input may go on (R.conns_lock; read without
+	 * it as a hint: atomic loads and stores) */
+	struct rpc_conn *resumes;
 	uint8_t stage[64 * 1024];
 } R;
 
@@ -416,6 +424,28 @@ static int conn_flush_locked(struct rpc_conn *c)
 	return 0;
 }
 
+/* conn_resume_later -- c's throttle was lifted while it holds input: the
+ * loop goes on with it after its batch (rpc_resume_held). Caller holds
+ * c->lock; any thread. */
+static void conn_resume_later(struct rpc_conn *c)
+{
+	uint64_t one = 1;
+
+	if (c->resume_queued || c->closed)
+		return;
+	c->resume_queued = true;
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&R.conns_lock);
+	c->resume_next = R.resumes;
+	__atomic_store_n(&R.resumes, c, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&R.conns_lock);
+	/* from the loop thread too: its batch may be over (a call run by
+	 * rpc_resume_held itself), and the loop must not sleep on it */
+	if (write(R.evfd, &one, sizeof(one)) < 0) {
+		/* counter already set: the loop wakes anyway */
+	}
+}
+
 static void req_finish(struct rpc_req *req)
 {
 	struct rpc_conn *c = req->conn;
@@ -425,6 +455,8 @@ static void req_finish(struct rpc_req *req)
 		__atomic_sub_fetch(&R.busy_conns, 1, __ATOMIC_RELAXED);
 	if (c->throttled && c->inflight <= RPC_MAX_INFLIGHT / 2) {
 		c->throttled = false;
+		if (c->held_len)
+			conn_resume_later(c);
 		conn_update_events(c);
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -558,15 +590,18 @@ static void do_accept(struct ep_item *l)
 	}
 }
 
-/* conn_record -- a whole record arrived: hand it to a worker. */
-static void conn_record(struct rpc_conn *c)
+/* conn_record -- a whole record arrived: run it or hand it to a worker.
+ * Returns true when it brought c to RPC_MAX_INFLIGHT calls in flight (the
+ * caller reads no further record). */
+static bool conn_record(struct rpc_conn *c)
 {
 	struct rpc_req *req = calloc(1, sizeof(*req));
+	bool full;
 
 	if (!req) {
 		/* Out of memory: drop the call; the client retransmits. */
 		c->rec_len = 0;
-		return;
+		return false;
 	}
 	req->conn = c;
 	req->buf = c->rec;
@@ -581,7 +616,8 @@ static void conn_record(struct rpc_conn *c)
 	pthread_mutex_lock(&c->lock);
 	if (c->inflight++ == 0)
 		__atomic_add_fetch(&R.busy_conns, 1, __ATOMIC_RELAXED);
-	if (c->inflight >= RPC_MAX_INFLIGHT) {
+	full = c->inflight >= RPC_MAX_INFLIGHT;
+	if (full) {
 		c->throttled = true;
 		conn_update_events(c);
 	}
@@ -592,11 +628,23 @@ static void conn_record(struct rpc_conn *c)
 		R.dispatch(req);
 	else
 		worker_enqueue(req);
+	return full;
 }
 
-/* conn_hold -- keep the n bytes of input at p for later: c's client has
- * RPC_MAX_QUEUED bytes of replies waiting that it does not read. Its
- * socket is not read meanwhile; conn_resume goes on once they drain. */
+/* conn_paused_locked -- whether c takes no new call now: RPC_MAX_INFLIGHT
+ * calls in flight, or RPC_MAX_QUEUED bytes of replies its client does not
+ * read. Caller holds c->lock. */
+static bool conn_paused_locked(struct rpc_conn *c)
+{
+	return c->throttled || __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >= RPC_MAX_QUEUED;
+}
+
+/* conn_hold -- keep the n bytes of input at p for later: c is paused (see
+ * conn_paused_locked). Its socket is not read meanwhile; conn_resume goes
+ * on once the replies drain (a flush) or the calls do (req_finish). The
+ * pause is checked again under the lock that req_finish lifts it under, so
+ * a lift cannot be missed. Returns 0 when held, 1 when c is no longer
+ * paused (the caller goes on), -1 out of memory. */
 static int conn_hold(struct rpc_conn *c, const uint8_t *p, size_t n)
 {
 	uint8_t *b = malloc(n);
@@ -604,6 +652,11 @@ static int conn_hold(struct rpc_conn *c, const uint8_t *p, size_t n)
 		return -1;
 	memcpy(b, p, n);
 	pthread_mutex_lock(&c->lock);
+	if (!conn_paused_locked(c)) {
+		pthread_mutex_unlock(&c->lock);
+		free(b);
+		return 1;
+	}
 	c->held = b;
 	c->held_len = n;
 	conn_update_events(c);
@@ -612,8 +665,9 @@ static int conn_hold(struct rpc_conn *c, const uint8_t *p, size_t n)
 }
 
 /* conn_input -- consume n bytes of the stream; returns -1 on a framing error
- * (the caller closes the connection). Stops after a record while c's
- * replies are over RPC_MAX_QUEUED, holding the rest (conn_hold). */
+ * (the caller closes the connection). Stops after the record that paused c
+ * (RPC_MAX_INFLIGHT calls in flight, or replies over RPC_MAX_QUEUED), holding
+ * the rest (conn_hold): one read of small pipelined calls holds hundreds. */
 static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 {
 	while (n > 0) {
@@ -653,10 +707,13 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 			if (c->last_frag) {
 				if (c->rec_len == 0)
 					return -1;	/* an empty call is garbage */
-				conn_record(c);
-				if (n > 0 && __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >=
-						     RPC_MAX_QUEUED)
-					return conn_hold(c, p, n);
+				bool full = conn_record(c);
+				if (n > 0 && (full || __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >=
+							      RPC_MAX_QUEUED)) {
+					int rc = conn_hold(c, p, n);
+					if (rc <= 0)
+						return rc;
+				}
 			}
 		}
 	}
@@ -705,8 +762,7 @@ close:
  * on now */
 static bool conn_resume_due(struct rpc_conn *c)
 {
-	return !c->closed && c->held_len && !R.draining &&
-	       __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) < RPC_MAX_QUEUED;
+	return !c->closed && c->held_len && !R.draining && !conn_paused_locked(c);
 }
 
 /* conn_resume -- consume the input held by conn_hold (loop thread, lock not
@@ -764,6 +820,27 @@ static void rpc_uncork(void)
 	}
 }
 
+/* rpc_resume_held -- go on with the connections whose throttle was lifted
+ * while they held input (conn_resume_later). Loop thread. */
+static void rpc_resume_held(void)
+{
+	pthread_mutex_lock(&R.conns_lock);
+	struct rpc_conn *c = R.resumes;
+	__atomic_store_n(&R.resumes, NULL, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&R.conns_lock);
+	while (c) {
+		struct rpc_conn *next = c->resume_next;
+		pthread_mutex_lock(&c->lock);
+		c->resume_queued = false;
+		bool resume = conn_resume_due(c);
+		pthread_mutex_unlock(&c->lock);
+		if (resume)
+			conn_resume(c);
+		conn_put(c);
+		c = next;
+	}
+}
+
 void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 {
 	struct epoll_event evs[64];
@@ -813,6 +890,8 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 			}
 			}
 		}
+		if (__atomic_load_n(&R.resumes, __ATOMIC_ACQUIRE))
+			rpc_resume_held();
 		rpc_uncork();
 		/* counted from the end of the batch: the calls it ran inline
 		 * must not eat the client's window */
@@ -837,6 +916,7 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 			if (it->kind == EP_CONN && (evs[i].events & EPOLLOUT))
 				conn_writable((struct rpc_conn *)it);
 		}
+		rpc_resume_held();	/* nothing resumes: the references go */
 		reap_closed();
 	}
 }
@@ -854,6 +934,7 @@ void rpc_shutdown(void)
 	R.nthreads = 0;
 
 	/* Workers are gone: close what is still open and free it. */
+	rpc_resume_held();
 	for (;;) {
 		pthread_mutex_lock(&R.conns_lock);
 		struct rpc_conn *c = R.conns;

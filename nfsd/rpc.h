@@ -24,7 +24,8 @@
  * a WRITE of NFSD_MAX_IO bytes plus its header. */
 #define RPC_MAX_RECORD (1024 * 1024 + 64 * 1024)
 /* A connection with this many calls in flight is not read until it drains to
- * half of it: one client cannot queue unbounded work. */
+ * half of it: one client cannot queue unbounded work. The record that reaches
+ * it is the last one taken, even from the middle of a read. */
 #define RPC_MAX_INFLIGHT 256
 /* A connection with this many reply bytes queued (its client does not read
  * them) is not read until they drain below it: the replies of a client that

@@ -15,12 +15,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1371,6 +1373,156 @@ static void test_many_idle_connections(void **state)
 	assert_alive();
 }
 
+/* --------------------------------------------------- the transport's bounds */
+
+/* a server of the test's own; static: the exit-time cleanup finds it after a
+ * failed assertion */
+static struct it_server own;
+
+/* own_start -- a server of the test's own (its memory fresh, or flags of its
+ * own: the presto-nfsd arguments EXTRA, NULL-terminated, at most 7); its
+ * root handle in *fh */
+static void own_start(struct it_server *s, const char *const *extra, struct it_fh *fh)
+{
+	int i = 0, rc;
+
+	for (; extra && extra[i] && i < 7; i++)
+		it_presto_extra[i] = extra[i];
+	it_presto_extra[i] = NULL;
+	rc = it_server_start(s, "127.0.0.1(rw,insecure,no_root_squash)");
+	it_presto_extra[0] = NULL;
+	assert_int_equal(rc, 0);
+	assert_int_equal(it_root_fh(s, fh), MNT3_OK);
+}
+
+/* put_record -- append CALL to ALL as one record: its mark, then it */
+static void put_record(struct it_buf *all, const struct it_buf *call)
+{
+	assert_true(all->len + 4 + call->len <= sizeof(all->b));
+	it_put32(all, 0x80000000u | (uint32_t)call->len);
+	memcpy(all->b + all->len, call->b, call->len);
+	all->len += call->len;
+}
+
+/* deferred_calls -- how many calls s's event loop thread handed to a worker
+ * (control socket "stats") */
+static uint64_t deferred_calls(struct it_server *s)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	static char buf[65536];
+	static const char req[] = "{\"cmd\":\"stats\"}\n";
+	size_t got = 0;
+	const char *p;
+	int fd;
+
+	int k = snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/state/control.sock", s->dir);
+	assert_true(k > 0 && (size_t)k < sizeof(sa.sun_path));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(it_send_all(fd, req, sizeof(req) - 1), 0);
+	while (got < sizeof(buf) - 1 && !memchr(buf, '\n', got)) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		assert_int_equal(poll(&pf, 1, IT_TIMEOUT_MS), 1);
+		ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	p = strstr(buf, "\"deferred\":");
+	assert_non_null(p);
+	return strtoull(p + 11, NULL, 10);
+}
+
+static void test_inflight_bound_within_a_read(void **state)
+{
+	/* 64 KiB of READDIR calls (count 192 KiB, ~650 calls) in one write,
+	 * that the server reads at once, and no reply read: it takes
+	 * RPC_MAX_INFLIGHT (256) calls and holds the rest, as its replies
+	 * back up (it ran every call of the read before: 48 MiB of replies
+	 * per 256 calls); once the client reads, every call is answered.
+	 * Calls that finish before the bound is reached make room for more,
+	 * and the kernel takes some replies (the client's receive buffer is
+	 * set to 256 KiB, so it does not grow to tcp_rmem's 32 MiB): a
+	 * margin over 256. */
+	enum { COUNT = 192 * 1024, NMAX = 1024 };
+	static struct it_buf all;
+	static int seen[NMAX];
+	struct it_server *s = &own;
+	struct it_fh fh, dir;
+	struct rpc_context *c;
+	char name[256];
+	int fd, n = 0, got = 0;
+
+	it_presto_only();
+	(void)state;
+	own_start(s, NULL, &fh);
+	/* 900 names of 199 bytes: a listing over 192 KiB, which the loop
+	 * thread gives to a worker (counted: "deferred") */
+	assert_int_equal(mkdir(it_path(s, "wide"), 0755), 0);
+	for (int i = 0; i < 900; i++) {
+		snprintf(name, sizeof(name), "wide/%03d%0196d", i, 0);
+		assert_int_equal(it_write_file(it_path(s, name), "", 0, 0644), 0);
+	}
+	c = it_rpc_connect(s, IT_NFS_PROG, 3);
+	assert_non_null(c);
+	assert_int_equal(it_lookup(c, &fh, "wide", &r), NFS3_OK);
+	dir = r.fh;
+	it_rpc_close(c);
+	it_buf_reset(&all);
+	for (;; n++) {
+		it_buf_reset(&call);
+		it_put_call(&call, 0x7000 + (uint32_t)n, 2, IT_NFS_PROG, 3, NFS3_READDIR, IT_AUTH_NONE, 0, 0);
+		it_put_fh(&call, &dir);
+		it_put64(&call, 0);	/* cookie */
+		it_put64(&call, 0);	/* cookieverf */
+		it_put32(&call, COUNT);
+		if (all.len + 4 + call.len > 65536)
+			break;
+		put_record(&all, &call);
+	}
+	assert_true(n > 600 && n < NMAX);
+	uint64_t d0 = deferred_calls(s);
+	long rss0 = rss_kib(s->pid), grew = 0;
+	fd = it_tcp_connect(NULL, 0, s->nfs_port);
+	assert_true(fd >= 0);
+	{
+		int rcv = 256 * 1024;
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	}
+	assert_int_equal(it_send_all(fd, all.b, all.len), 0);
+	for (int i = 0; i < 15; i++) {
+		long rss = rss_kib(s->pid);
+
+		grew = rss - rss0 > grew ? rss - rss0 : grew;
+		usleep(100 * 1000);
+	}
+	uint64_t ran = deferred_calls(s) - d0;
+	print_message("%d calls sent: %llu run, the server's RSS grew by %ld KiB at most\n", n,
+		      (unsigned long long)ran, grew);
+	if (ran > 400)
+		fail_msg("%llu calls of one read were run for a client that reads no reply (256 may be in flight)",
+			 (unsigned long long)ran);
+	/* now the client reads: the held calls go on, every one is answered */
+	for (int i = 0; i < n; i++) {
+		struct it_reply rep;
+
+		if (it_recv_record(fd, &reply, IT_TIMEOUT_MS) <= 0)
+			break;
+		assert_int_equal(it_parse_reply(&reply, &rep), 0);
+		assert_true(rep.xid >= 0x7000 && rep.xid < 0x7000 + (uint32_t)n);
+		assert_int_equal(it_get32(&reply), NFS3_OK);
+		if (seen[rep.xid - 0x7000]++ == 0)
+			got++;
+	}
+	close(fd);
+	assert_int_equal(got, n);
+	assert_true(it_server_alive(s));
+	assert_int_equal(it_server_stop(s), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1406,6 +1558,7 @@ int main(void)
 		cmocka_unit_test(test_bind_address_only),
 		cmocka_unit_test(test_fuzz_records),
 		cmocka_unit_test(test_many_idle_connections),
+		cmocka_unit_test(test_inflight_bound_within_a_read),
 	};
 
 	it_init(58);
