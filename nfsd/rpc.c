@@ -55,6 +55,9 @@ struct rpc_conn {
 	pthread_mutex_t lock;
 	bool closed;
 	bool close_after;		/* close once output drains */
+	bool read_eof;			/* the client shut its side down: not read
+					 * any more, closed once no call is in
+					 * flight and the output has drained */
 	bool throttled;
 	uint32_t events;		/* current epoll interest set */
 	unsigned inflight;
@@ -329,7 +332,7 @@ static void conn_update_events(struct rpc_conn *c)
 
 	if (c->closed)
 		return;
-	if (!c->throttled && !c->close_after && !c->held_len &&
+	if (!c->throttled && !c->close_after && !c->read_eof && !c->held_len &&
 	    __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) < RPC_MAX_QUEUED)
 		want |= EPOLLIN;
 	if (c->out_head)
@@ -417,7 +420,7 @@ static int conn_flush_locked(struct rpc_conn *c)
 		if ((size_t)n < total)
 			break;		/* the socket is full: EPOLLOUT resumes */
 	}
-	if (!c->out_head && c->close_after) {
+	if (!c->out_head && (c->close_after || (c->read_eof && !c->inflight))) {
 		conn_close_locked(c);
 		return -1;
 	}
@@ -459,6 +462,8 @@ static void req_finish(struct rpc_req *req)
 			conn_resume_later(c);
 		conn_update_events(c);
 	}
+	if (c->read_eof && !c->inflight && !c->out_head)
+		conn_close_locked(c);	/* the last reply went out */
 	pthread_mutex_unlock(&c->lock);
 	conn_put(c);
 	free(req->buf);
@@ -749,6 +754,22 @@ static void conn_readable(struct rpc_conn *c)
 		}
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
+		if (n == 0) {
+			/* The client shut its side down (or closed: we cannot
+			 * tell until a write fails). Its calls in flight are
+			 * still answered: stop reading, close once they are
+			 * and their replies have gone out. A second end of
+			 * file is EPOLLHUP or EPOLLERR: nothing can go out. */
+			pthread_mutex_lock(&c->lock);
+			if (!c->read_eof && (c->inflight || c->out_head)) {
+				c->read_eof = true;
+				conn_update_events(c);
+			} else {
+				conn_close_locked(c);
+			}
+			pthread_mutex_unlock(&c->lock);
+			return;
+		}
 		goto close;
 	}
 	return;
@@ -913,8 +934,23 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 		int n = epoll_wait(R.epfd, evs, 64, 10);
 		for (int i = 0; i < n; i++) {
 			struct ep_item *it = evs[i].data.ptr;
-			if (it->kind == EP_CONN && (evs[i].events & EPOLLOUT))
-				conn_writable((struct rpc_conn *)it);
+			struct rpc_conn *c = (struct rpc_conn *)it;
+			if (it->kind != EP_CONN) {
+				/* consumed, or it would come back at once */
+				uint8_t junk[sizeof(struct signalfd_siginfo)];
+				while (read(it->fd, junk, it->kind == EP_EVENT ? 8 : sizeof(junk)) > 0)
+					;
+				continue;
+			}
+			if (evs[i].events & EPOLLOUT) {
+				conn_writable(c);
+			} else if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
+				/* nothing can go out; it would come back at
+				 * once (level-triggered) until the deadline */
+				pthread_mutex_lock(&c->lock);
+				conn_close_locked(c);
+				pthread_mutex_unlock(&c->lock);
+			}
 		}
 		rpc_resume_held();	/* nothing resumes: the references go */
 		reap_closed();

@@ -1523,6 +1523,73 @@ static void test_inflight_bound_within_a_read(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+static void test_half_close(void **state)
+{
+	/* calls, then the client shuts its side down (SHUT_WR), as a client
+	 * that has nothing more to ask does: each call is still answered
+	 * (those the loop thread runs, and those it hands to a worker: CREATE
+	 * and WRITE FILE_SYNC sync the disk, presto off), then the server
+	 * closes. The connection was closed at the end of file, the replies
+	 * lost. */
+	enum { N = 8 };
+	static struct it_buf all;
+	int seen[N] = { 0 }, fd;
+	struct it_fh f;
+
+	(void)state;
+	assert_int_equal(it_create(rpc, &root, "halfclose", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	it_buf_reset(&all);
+	for (uint32_t i = 0; i < N; i++) {
+		char name[32];
+
+		it_buf_reset(&call);
+		if (i % 4 < 2) {
+			it_put_call(&call, 0x7100 + i, 2, IT_NFS_PROG, 3, NFS3_GETATTR, IT_AUTH_SYS, 0, 0);
+			it_put_fh(&call, &root);
+		} else if (i % 4 == 2) {
+			it_put_call(&call, 0x7100 + i, 2, IT_NFS_PROG, 3, NFS3_CREATE, IT_AUTH_SYS, 0, 0);
+			it_put_fh(&call, &root);
+			snprintf(name, sizeof(name), "halfclose%u", i);
+			it_put_string(&call, name);
+			it_put32(&call, UNCHECKED);
+			for (int k = 0; k < 6; k++)	/* sattr3: nothing set */
+				it_put32(&call, 0);
+		} else {
+			it_put_call(&call, 0x7100 + i, 2, IT_NFS_PROG, 3, NFS3_WRITE, IT_AUTH_SYS, 0, 0);
+			it_put_fh(&call, &f);
+			it_put64(&call, i * 4);
+			it_put32(&call, 4);
+			it_put32(&call, FILE_SYNC);
+			it_put_opaque(&call, "data", 4);
+		}
+		put_record(&all, &call);
+	}
+	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	assert_true(fd >= 0);
+	assert_int_equal(it_send_all(fd, all.b, all.len), 0);
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	for (int i = 0; i < N; i++) {
+		struct it_reply rep;
+
+		if (it_recv_record(fd, &reply, 5000) <= 0)
+			fail_msg("%d of %d calls answered after the client's SHUT_WR", i, N);
+		assert_int_equal(it_parse_reply(&reply, &rep), 0);
+		assert_true(rep.xid >= 0x7100 && rep.xid < 0x7100 + N);
+		assert_int_equal(rep.accept_stat, SUCCESS);
+		assert_int_equal(it_get32(&reply), NFS3_OK);
+		seen[rep.xid - 0x7100]++;
+	}
+	for (int i = 0; i < N; i++)
+		assert_int_equal(seen[i], 1);
+	/* and then the server closes */
+	if (it_recv_record(fd, &reply, 5000) != 0)
+		fail_msg("the connection stayed open after its last reply");
+	close(fd);
+	assert_int_equal(access(it_path(&srv, "halfclose2"), F_OK), 0);
+	assert_alive();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1559,6 +1626,7 @@ int main(void)
 		cmocka_unit_test(test_fuzz_records),
 		cmocka_unit_test(test_many_idle_connections),
 		cmocka_unit_test(test_inflight_bound_within_a_read),
+		cmocka_unit_test(test_half_close),
 	};
 
 	it_init(58);
