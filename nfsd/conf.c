@@ -22,6 +22,8 @@ void conf_defaults(struct nfsd_conf *c)
 	c->mount_port = 20048;
 	c->rpcbind = true;
 	c->threads = 16;
+	c->idle_timeout = 360;
+	c->record_timeout = 30;
 	c->nvram_size = 64ull << 20;
 	c->destage = true;
 	c->destage_age_ms = 5000;
@@ -143,7 +145,11 @@ int conf_set(struct nfsd_conf *c, const char *key, const char *v, char *err, siz
 		rc = parse_uint(v, 256, &c->threads);
 		if (rc == 0 && c->threads == 0)
 			rc = -EINVAL;
-	} else if (!strcmp(key, "foreground"))
+	} else if (!strcmp(key, "idle_timeout"))
+		rc = parse_uint(v, 86400, &c->idle_timeout);
+	else if (!strcmp(key, "record_timeout"))
+		rc = parse_uint(v, 86400, &c->record_timeout);
+	else if (!strcmp(key, "foreground"))
 		rc = parse_bool(v, &c->foreground);
 	else if (!strcmp(key, "debug"))
 		rc = parse_bool(v, &c->debug);

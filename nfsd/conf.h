@@ -19,6 +19,8 @@ struct nfsd_conf {
 	unsigned mount_port;
 	bool rpcbind;
 	unsigned threads;
+	unsigned idle_timeout;		/* seconds; 0: never */
+	unsigned record_timeout;	/* seconds; 0: never */
 	bool foreground;
 	bool debug;
 	/* Presto */

@@ -45,6 +45,7 @@ static void usage(FILE *f)
 		"                   [--nfs-port N] [--mount-port N] [--no-rpcbind] [--threads N]\n"
 		"                   [--foreground] [--debug] [--nvram PATH] [--nvram-size SIZE]\n"
 		"                   [--replay=auto|always|force] [--no-destage] [--control PATH]\n"
+		"                   [--idle-timeout SECS] [--record-timeout SECS]\n"
 		"\n"
 		"  -c, --config FILE   read settings from FILE (see etc/presto.conf)\n"
 		"  --exports FILE      exports in knfsd exports(5) syntax\n"
@@ -55,6 +56,9 @@ static void usage(FILE *f)
 		"  --mount-port N      MOUNT port (0: ephemeral)\n"
 		"  --no-rpcbind        do not register with rpcbind\n"
 		"  --threads N         worker threads\n"
+		"  --idle-timeout SECS close a connection idle this long (0: never)\n"
+		"  --record-timeout SECS  close one stalled in the middle of a record\n"
+		"                      this long (0: never)\n"
 		"  -F, --foreground    stay in the foreground, log to stderr\n"
 		"  --debug             verbose logging\n"
 		"  --nvram PATH        the NVRAM log (formatted at first use): presto on for\n"
@@ -207,7 +211,7 @@ static int write_ports(const char *dir, unsigned nfs, unsigned mnt)
 int main(int argc, char **argv)
 {
 	enum { O_EXPORTS = 256, O_STATE, O_BIND, O_NFSPORT, O_MNTPORT, O_NORPCB, O_THREADS, O_DEBUG,
-	       O_NVRAM, O_NVSIZE, O_REPLAY, O_NODESTAGE, O_CONTROL };
+	       O_NVRAM, O_NVSIZE, O_REPLAY, O_NODESTAGE, O_CONTROL, O_IDLE, O_RECTIMEO };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "exports", required_argument, NULL, O_EXPORTS },
@@ -224,6 +228,8 @@ int main(int argc, char **argv)
 		{ "replay", required_argument, NULL, O_REPLAY },
 		{ "no-destage", no_argument, NULL, O_NODESTAGE },
 		{ "control", required_argument, NULL, O_CONTROL },
+		{ "idle-timeout", required_argument, NULL, O_IDLE },
+		{ "record-timeout", required_argument, NULL, O_RECTIMEO },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -301,6 +307,12 @@ int main(int argc, char **argv)
 			break;
 		case O_CONTROL:
 			key = "control";
+			break;
+		case O_IDLE:
+			key = "idle_timeout";
+			break;
+		case O_RECTIMEO:
+			key = "record_timeout";
 			break;
 		case 'h':
 			usage(stdout);
@@ -417,6 +429,10 @@ int main(int argc, char **argv)
 		log_warn("RPC transport");
 		return 1;
 	}
+	rpc_set_limits(&(struct rpc_limits){
+		.idle_timeout_s = conf.idle_timeout,
+		.record_timeout_s = conf.record_timeout,
+	});
 	for (unsigned i = 0; i < conf.nbind; i++) {
 		if (i > 0) {
 			rpc_listen_addr(conf.bind[i], nfs_port, &nfs_l[i]);

@@ -71,6 +71,21 @@ int rpc_init(unsigned nthreads, rpc_dispatch_fn fn, bool (*inline_ok)(const stru
 /* rpc_add_listener -- bind and listen on l (port 0: ephemeral; the chosen
  * port is written back into l). Returns 0 or -errno. */
 int rpc_add_listener(struct rpc_listen *l);
+/* The limits of connections (0: none). */
+struct rpc_limits {
+	/* a connection with no call in flight, no output queued and nothing
+	 * heard from its client for this long is closed (knfsd: 6 minutes) */
+	unsigned idle_timeout_s;
+	/* the same for one that stopped in the middle of a record (it pins a
+	 * buffer of up to RPC_MAX_RECORD bytes): shorter */
+	unsigned record_timeout_s;
+};
+
+/* rpc_set_limits -- apply l from the next rpc_run on (before it). Timeouts
+ * are checked by a sweep every quarter of the shorter one (0.1 to 5 s), so
+ * a connection goes between timeout and timeout plus two sweeps after it was
+ * last heard from. */
+void rpc_set_limits(const struct rpc_limits *l);
 /* rpc_run -- serve until on_signal returns non-zero (SIGTERM, SIGINT);
  * returns when the calls in flight are done (bounded by drain_ms). */
 void rpc_run(int (*on_signal)(int signo), unsigned drain_ms);

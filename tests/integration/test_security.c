@@ -1590,6 +1590,92 @@ static void test_half_close(void **state)
 	assert_alive();
 }
 
+/* now_ms -- CLOCK_MONOTONIC in milliseconds */
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* peer_closed -- the server closed fd (or reset it); does not wait */
+static int peer_closed(int fd)
+{
+	unsigned char junk[4096];
+	ssize_t n = recv(fd, junk, sizeof(junk), MSG_DONTWAIT);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* null_call -- NFS NULL on fd; 0 when answered */
+static int null_call(int fd, uint32_t xid)
+{
+	struct it_reply rep;
+
+	it_buf_reset(&call);
+	it_put_call(&call, xid, 2, IT_NFS_PROG, 3, 0, IT_AUTH_NONE, 0, 0);
+	if (it_send_record(fd, &call) < 0 || it_recv_record(fd, &reply, 5000) <= 0 ||
+	    it_parse_reply(&reply, &rep) < 0 || rep.xid != xid)
+		return -1;
+	return 0;
+}
+
+static void test_idle_connections_closed(void **state)
+{
+	/* --idle-timeout 3 --record-timeout 1: a connection that stopped in
+	 * the middle of a record (1 MiB announced, 100 KiB sent) is closed
+	 * after about 1 s, one idle after a call after about 3 s, one that
+	 * makes a call every 250 ms never. Nothing was ever closed before:
+	 * every such connection pinned its descriptor, and its record buffer,
+	 * for good. */
+	static const char *const extra[] = { "--idle-timeout", "3", "--record-timeout", "1", NULL };
+	static unsigned char part[4 + 100 * 1024];
+	struct it_server *s = &own;
+	struct it_fh fh;
+	long long t0, t_idle = -1, t_part = -1;
+	int idle, partial, busy;
+	uint32_t xid = 0x7200;
+
+	it_presto_only();
+	(void)state;
+	own_start(s, extra, &fh);
+	idle = it_tcp_connect(NULL, 0, s->nfs_port);
+	partial = it_tcp_connect(NULL, 0, s->nfs_port);
+	busy = it_tcp_connect(NULL, 0, s->nfs_port);
+	assert_true(idle >= 0 && partial >= 0 && busy >= 0);
+	assert_int_equal(null_call(idle, xid++), 0);
+	part[0] = 0x80;			/* last fragment, 1 MiB */
+	part[1] = 0x10;
+	memset(part + 4, 0x41, sizeof(part) - 4);
+	assert_int_equal(it_send_all(partial, part, sizeof(part)), 0);
+	t0 = now_ms();
+	while (now_ms() - t0 < 6000 && (t_idle < 0 || t_part < 0)) {
+		if (null_call(busy, xid++) < 0)
+			fail_msg("a connection making a call every 250 ms was closed after %lld ms",
+				 now_ms() - t0);
+		if (t_idle < 0 && peer_closed(idle))
+			t_idle = now_ms() - t0;
+		if (t_part < 0 && peer_closed(partial))
+			t_part = now_ms() - t0;
+		usleep(250 * 1000);
+	}
+	print_message("closed after %lld ms (in the middle of a record), %lld ms (idle)\n", t_part, t_idle);
+	if (t_part < 0 || t_idle < 0)
+		fail_msg("still open after 6 s: %s%s", t_part < 0 ? "the one in the middle of a record " : "",
+			 t_idle < 0 ? "the idle one" : "");
+	if (t_part < 700 || t_part > 2500)
+		fail_msg("the connection in the middle of a record closed after %lld ms, want about 1 s", t_part);
+	if (t_idle < 2700 || t_idle > 4500)
+		fail_msg("the idle connection closed after %lld ms, want about 3 s", t_idle);
+	assert_int_equal(null_call(busy, xid++), 0);
+	close(idle);
+	close(partial);
+	close(busy);
+	assert_true(it_server_alive(s));
+	assert_int_equal(it_server_stop(s), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1627,6 +1713,7 @@ int main(void)
 		cmocka_unit_test(test_many_idle_connections),
 		cmocka_unit_test(test_inflight_bound_within_a_read),
 		cmocka_unit_test(test_half_close),
+		cmocka_unit_test(test_idle_connections_closed),
 	};
 
 	it_init(58);

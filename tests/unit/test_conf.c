@@ -72,6 +72,8 @@ static void check_defaults(const struct nfsd_conf *c)
 	assert_int_equal(c->mount_port, 20048);
 	assert_true(c->rpcbind);
 	assert_int_equal(c->threads, 16);
+	assert_int_equal(c->idle_timeout, 360);
+	assert_int_equal(c->record_timeout, 30);
 	assert_false(c->foreground);
 	assert_false(c->debug);
 	assert_string_equal(c->nvram, "");
@@ -109,6 +111,8 @@ static void test_shipped_conf_is_the_defaults(void **state)
 	memset(c.bind, 0x5a, sizeof(c.bind));
 	c.nbind = 0;
 	c.threads = 1;
+	c.idle_timeout = 1;
+	c.record_timeout = 1;
 	c.nvram_size = 1;
 	c.rpcbind = false;
 	assert_int_equal(conf_load(&c, p, err, sizeof(err)), 0);
@@ -150,6 +154,8 @@ static void test_every_key(void **state)
 			      "mount_port = 65535\n"
 			      "rpcbind = no\n"
 			      "threads = 256\n"
+			      "idle_timeout = 0\n"
+			      "record_timeout = 86400\n"
 			      "foreground = yes\n"
 			      "debug = on\n"
 			      "nvram = /dev/shm/presto.log\n"
@@ -170,6 +176,8 @@ static void test_every_key(void **state)
 	assert_int_equal(c.mount_port, 65535);
 	assert_false(c.rpcbind);
 	assert_int_equal(c.threads, 256);
+	assert_int_equal(c.idle_timeout, 0);
+	assert_int_equal(c.record_timeout, 86400);
 	assert_true(c.foreground);
 	assert_true(c.debug);
 	assert_string_equal(c.nvram, "/dev/shm/presto.log");
@@ -234,6 +242,10 @@ static unsigned num_field(const struct nfsd_conf *c, const char *key)
 		return c->mount_port;
 	if (!strcmp(key, "threads"))
 		return c->threads;
+	if (!strcmp(key, "idle_timeout"))
+		return c->idle_timeout;
+	if (!strcmp(key, "record_timeout"))
+		return c->record_timeout;
 	if (!strcmp(key, "destage_age_ms"))
 		return c->destage_age_ms;
 	if (!strcmp(key, "high_water_pct"))
@@ -265,6 +277,15 @@ static void test_numbers(void **state)
 		{ "threads", "0", 0, 0 },
 		{ "threads", "257", 0, 0 },
 		{ "threads", "-16", 0, 0 },
+		{ "idle_timeout", "0", 1, 0 },
+		{ "idle_timeout", "1", 1, 1 },
+		{ "idle_timeout", "86400", 1, 86400 },
+		{ "idle_timeout", "86401", 0, 0 },
+		{ "idle_timeout", "6m", 0, 0 },
+		{ "idle_timeout", "-1", 0, 0 },
+		{ "record_timeout", "0", 1, 0 },
+		{ "record_timeout", "30", 1, 30 },
+		{ "record_timeout", "86401", 0, 0 },
 		{ "destage_age_ms", "0", 0, 0 },
 		{ "destage_age_ms", "1", 1, 1 },
 		{ "destage_age_ms", "3600000", 1, 3600000 },
