@@ -145,7 +145,9 @@ int conf_set(struct nfsd_conf *c, const char *key, const char *v, char *err, siz
 		rc = parse_uint(v, 256, &c->threads);
 		if (rc == 0 && c->threads == 0)
 			rc = -EINVAL;
-	} else if (!strcmp(key, "idle_timeout"))
+	} else if (!strcmp(key, "max_connections"))
+		rc = parse_uint(v, 16777216, &c->max_connections);
+	else if (!strcmp(key, "idle_timeout"))
 		rc = parse_uint(v, 86400, &c->idle_timeout);
 	else if (!strcmp(key, "record_timeout"))
 		rc = parse_uint(v, 86400, &c->record_timeout);

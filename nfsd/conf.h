@@ -19,6 +19,7 @@ struct nfsd_conf {
 	unsigned mount_port;
 	bool rpcbind;
 	unsigned threads;
+	unsigned max_connections;	/* 0: from the descriptor limit */
 	unsigned idle_timeout;		/* seconds; 0: never */
 	unsigned record_timeout;	/* seconds; 0: never */
 	bool foreground;

@@ -45,7 +45,8 @@ static void usage(FILE *f)
 		"                   [--nfs-port N] [--mount-port N] [--no-rpcbind] [--threads N]\n"
 		"                   [--foreground] [--debug] [--nvram PATH] [--nvram-size SIZE]\n"
 		"                   [--replay=auto|always|force] [--no-destage] [--control PATH]\n"
-		"                   [--idle-timeout SECS] [--record-timeout SECS]\n"
+		"                   [--max-connections N] [--idle-timeout SECS]\n"
+		"                   [--record-timeout SECS]\n"
 		"\n"
 		"  -c, --config FILE   read settings from FILE (see etc/presto.conf)\n"
 		"  --exports FILE      exports in knfsd exports(5) syntax\n"
@@ -56,6 +57,8 @@ static void usage(FILE *f)
 		"  --mount-port N      MOUNT port (0: ephemeral)\n"
 		"  --no-rpcbind        do not register with rpcbind\n"
 		"  --threads N         worker threads\n"
+		"  --max-connections N connections at most (0: from the descriptor limit);\n"
+		"                      over it, the idle one quiet for longest is closed\n"
 		"  --idle-timeout SECS close a connection idle this long (0: never)\n"
 		"  --record-timeout SECS  close one stalled in the middle of a record\n"
 		"                      this long (0: never)\n"
@@ -211,7 +214,8 @@ static int write_ports(const char *dir, unsigned nfs, unsigned mnt)
 int main(int argc, char **argv)
 {
 	enum { O_EXPORTS = 256, O_STATE, O_BIND, O_NFSPORT, O_MNTPORT, O_NORPCB, O_THREADS, O_DEBUG,
-	       O_NVRAM, O_NVSIZE, O_REPLAY, O_NODESTAGE, O_CONTROL, O_IDLE, O_RECTIMEO };
+	       O_NVRAM, O_NVSIZE, O_REPLAY, O_NODESTAGE, O_CONTROL, O_IDLE, O_RECTIMEO,
+	       O_MAXCONN };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "exports", required_argument, NULL, O_EXPORTS },
@@ -228,6 +232,7 @@ int main(int argc, char **argv)
 		{ "replay", required_argument, NULL, O_REPLAY },
 		{ "no-destage", no_argument, NULL, O_NODESTAGE },
 		{ "control", required_argument, NULL, O_CONTROL },
+		{ "max-connections", required_argument, NULL, O_MAXCONN },
 		{ "idle-timeout", required_argument, NULL, O_IDLE },
 		{ "record-timeout", required_argument, NULL, O_RECTIMEO },
 		{ "help", no_argument, NULL, 'h' },
@@ -307,6 +312,9 @@ int main(int argc, char **argv)
 			break;
 		case O_CONTROL:
 			key = "control";
+			break;
+		case O_MAXCONN:
+			key = "max_connections";
 			break;
 		case O_IDLE:
 			key = "idle_timeout";
@@ -414,7 +422,7 @@ int main(int argc, char **argv)
 	/* descriptors by handle (up to three per entry: O_PATH, read, write),
 	 * sized well under the descriptor limit */
 	struct rlimit rl;
-	unsigned cache = 4096;
+	unsigned cache = 4096, max_conns = conf.max_connections;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
 		if (rl.rlim_cur < rl.rlim_max) {
 			rl.rlim_cur = rl.rlim_max;
@@ -422,6 +430,13 @@ int main(int argc, char **argv)
 		}
 		if (rl.rlim_cur < 3 * cache + 1024)
 			cache = rl.rlim_cur > 1536 ? (unsigned)(rl.rlim_cur - 1024) / 3 : 0;
+		/* connections: what the cache leaves but 256 (the log, the
+		 * exports' roots, listeners, control socket, files of calls
+		 * that miss the cache) */
+		if (!max_conns) {
+			rlim_t room = rl.rlim_cur > 3ull * cache + 256 + 16 ? rl.rlim_cur - 3ull * cache - 256 : 16;
+			max_conns = room > 16777216 ? 16777216 : (unsigned)room;
+		}
 	}
 	fdcache_init(cache);
 	if ((rc = rpc_init(conf.threads, dispatch, dispatch_inline_ok)) < 0) {
@@ -430,6 +445,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rpc_set_limits(&(struct rpc_limits){
+		.max_conns = max_conns,
 		.idle_timeout_s = conf.idle_timeout,
 		.record_timeout_s = conf.record_timeout,
 	});

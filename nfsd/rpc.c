@@ -19,6 +19,10 @@
  * - Idle connections are found by a coarse sweep (conn_sweep, every few
  *   seconds) rather than by a timer per connection or a timestamp per read:
  *   a read sets a flag, nothing more, and the loop runs ~500k calls/s.
+ * - Over the connection limit, or out of descriptors, a new connection
+ *   closes the idle one quiet for longest (knfsd's choice: the new client
+ *   has a call to make, the idle one reconnects when it has one), found by
+ *   a scan of the open connections: rare, so no LRU list is kept per read.
  */
 #include "nfsd/rpc.h"
 
@@ -106,6 +110,8 @@ struct rpc_conn {
 /* the idle sweep runs every quarter of the shortest timeout, within these */
 #define RPC_SWEEP_MIN_NS (100 * 1000 * 1000ull)
 #define RPC_SWEEP_MAX_NS (5 * 1000 * 1000 * 1000ull)
+/* how long the listeners are not watched when no connection can be taken */
+#define RPC_LISTEN_PAUSE_NS (100 * 1000 * 1000ull)
 
 static struct {
 	int epfd;
@@ -132,9 +138,17 @@ static struct {
 	pthread_mutex_t conns_lock;
 	struct rpc_conn *closed;
 	struct rpc_conn *open;		/* loop thread only: the loop's references */
+	int nconns;			/* atomic: connections not closed */
+	unsigned max_conns;		/* over it, accept closes an idle one (0: none) */
+	/* a descriptor kept open (/dev/null) to take and close a pending
+	 * connection with when out of descriptors (loop thread) */
+	int spare_fd;
+	bool listen_paused;		/* listeners not watched until listen_until */
+	uint64_t listen_until;		/* (loop thread) */
 	/* timeouts (0: none) and the sweep that applies them (loop thread) */
 	uint64_t idle_ns, record_ns, sweep_ns;
-	uint64_t next_tick;		/* the next conn_sweep, CLOCK_MONOTONIC */
+	uint64_t next_sweep;		/* CLOCK_MONOTONIC */
+	uint64_t next_tick;		/* the next rpc_tick: sweep, listeners back */
 	struct rpc_conn *corked;	/* loop thread only: connections to flush */
 	/* connections whose held input may go on (R.conns_lock; read without
 	 * it as a hint: atomic loads and stores) */
@@ -241,6 +255,9 @@ int rpc_init(unsigned nthreads, rpc_dispatch_fn fn, bool (*inline_ok)(const stru
 
 	R.dispatch = fn;
 	R.inline_ok = inline_ok;
+	R.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (R.spare_fd < 0)
+		return -errno;
 
 	pthread_mutex_init(&R.qlock, NULL);
 	pthread_mutex_init(&R.conns_lock, NULL);
@@ -362,6 +379,7 @@ static void conn_close_locked(struct rpc_conn *c)
 	if (c->closed)
 		return;
 	c->closed = true;
+	__atomic_sub_fetch(&R.nconns, 1, __ATOMIC_RELAXED);
 	epoll_ctl(R.epfd, EPOLL_CTL_DEL, c->ep.fd, NULL);
 	close(c->ep.fd);
 	c->ep.fd = -1;
@@ -569,17 +587,151 @@ void rpc_close_conn(struct rpc_req *req)
 	req_finish(req);
 }
 
+/* conn_peer -- c's client address, numeric, in buf */
+static const char *conn_peer(const struct rpc_conn *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "?");
+	if (c->peer.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)&c->peer)->sin_addr, buf, (socklen_t)len);
+	else if (c->peer.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&c->peer)->sin6_addr, buf, (socklen_t)len);
+	return buf;
+}
+
+/* conn_idle_locked -- c has no call in flight, no output queued and no
+ * input held: nothing of the server's is pending on it. Caller holds
+ * c->lock. */
+static bool conn_idle_locked(const struct rpc_conn *c)
+{
+	return !c->closed && !c->inflight && !c->out_head && !c->held_len;
+}
+
+/* conn_evict -- close the idle connection (conn_idle_locked) quiet for
+ * longest, to make room for a new one (why: for the log); false when none
+ * is idle. One heard from since the last sweep counts as the most
+ * recent. knfsd does the same over its connection limit: better than
+ * refusing the new client, which has a call to make. Loop thread; O(number
+ * of connections), only when one is over the limit. */
+static bool conn_evict(const char *why)
+{
+	struct rpc_conn *victim = NULL;
+	uint64_t oldest = UINT64_MAX;
+
+	/* R.open runs from the newest: on a tie (heard since the last sweep,
+	 * all of them), the one accepted first */
+	for (struct rpc_conn *c = R.open; c; c = c->open_next) {
+		uint64_t t = c->heard ? UINT64_MAX - 1 : c->quiet_since;
+		if (t > oldest)
+			continue;
+		pthread_mutex_lock(&c->lock);
+		bool idle = conn_idle_locked(c);
+		pthread_mutex_unlock(&c->lock);
+		if (idle) {
+			victim = c;
+			oldest = t;
+		}
+	}
+	if (!victim)
+		return false;
+	static long tok;
+	char a[INET6_ADDRSTRLEN];
+	if (log_ratelimited(&tok))
+		log_warnx("%s (%d connections): closing the idle connection from %s", why,
+			  __atomic_load_n(&R.nconns, __ATOMIC_RELAXED), conn_peer(victim, a, sizeof(a)));
+	pthread_mutex_lock(&victim->lock);
+	conn_close_locked(victim);
+	pthread_mutex_unlock(&victim->lock);
+	return true;
+}
+
+/* accept_spare -- accept4 failed for want of a descriptor (EMFILE,
+ * ENFILE), which leaves the pending connection pending and the listener
+ * readable: the loop would spin on it, serving no one. Take the connection
+ * with the number of the spare descriptor, then make room for it by closing
+ * the idle connection quiet for longest (conn_evict), or else turn it away
+ * (the client sees an end of file and tries again). Returns the new
+ * connection's descriptor, or -1 with errno: EAGAIN (none was pending),
+ * ECONNABORTED (turned away), or that of accept4 (no spare descriptor: it
+ * is opened again by rpc_tick). */
+static int accept_spare(struct ep_item *l, struct sockaddr_storage *ss, socklen_t *sl)
+{
+	int fd, err = errno;
+
+	if (R.spare_fd < 0) {
+		errno = err;
+		return -1;
+	}
+	close(R.spare_fd);
+	*sl = sizeof(*ss);
+	fd = accept4(l->fd, (struct sockaddr *)ss, sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	err = errno;
+	if (fd >= 0 && !conn_evict("out of descriptors")) {
+		static long tok;
+		if (log_ratelimited(&tok))
+			log_warnx("out of descriptors (%d connections), none idle: turning a connection away",
+				  __atomic_load_n(&R.nconns, __ATOMIC_RELAXED));
+		close(fd);
+		fd = -1;
+		err = ECONNABORTED;
+	}
+	R.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	errno = err;
+	return fd;
+}
+
+/* listen_pause -- nothing can take the pending connections now: stop
+ * watching the listeners for RPC_LISTEN_PAUSE_NS (rpc_tick resumes them)
+ * rather than spin on them, level-triggered */
+static void listen_pause(void)
+{
+	uint64_t until = rpc_now_ns() + RPC_LISTEN_PAUSE_NS;
+
+	for (unsigned i = 0; i < R.nlisteners; i++) {
+		struct epoll_event ev = { .events = 0, .data.ptr = &R.listeners[i] };
+		epoll_ctl(R.epfd, EPOLL_CTL_MOD, R.listeners[i].fd, &ev);
+	}
+	R.listen_paused = true;
+	R.listen_until = until;
+	if (until < R.next_tick)
+		R.next_tick = until;
+}
+
 static void do_accept(struct ep_item *l)
 {
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE))
+			fd = accept_spare(l, &ss, &sl);
 		if (fd < 0) {
 			static long tok;
-			if (errno != EAGAIN && errno != EINTR && log_ratelimited(&tok))
-				log_warn("accept");
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO || errno == EPERM)
+				continue;	/* that one is gone: the next */
+			/* The pending connection stays and keeps the listener
+			 * readable (ENOBUFS, ENOMEM, no spare descriptor): stop
+			 * watching it for a moment rather than spin on it. */
+			if (log_ratelimited(&tok))
+				log_warn("accept (not listening for %llu ms)",
+					 (unsigned long long)(RPC_LISTEN_PAUSE_NS / 1000000));
+			listen_pause();
 			return;
+		}
+		if (R.max_conns && (unsigned)__atomic_load_n(&R.nconns, __ATOMIC_RELAXED) >= R.max_conns &&
+		    !conn_evict("connection limit")) {
+			static long tok;
+			char a[INET6_ADDRSTRLEN] = "?";
+			if (ss.ss_family == AF_INET)
+				inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a, sizeof(a));
+			else if (ss.ss_family == AF_INET6)
+				inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, a, sizeof(a));
+			if (log_ratelimited(&tok))
+				log_warnx("connection limit (%u), none idle: refusing a connection from %s",
+					  R.max_conns, a);
+			close(fd);
+			continue;
 		}
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -601,6 +753,7 @@ static void do_accept(struct ep_item *l)
 			free(c);
 			continue;
 		}
+		__atomic_add_fetch(&R.nconns, 1, __ATOMIC_RELAXED);
 		c->quiet_since = rpc_now_ns();
 		c->open_next = R.open;
 		if (R.open)
@@ -739,17 +892,6 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* conn_peer -- c's client address, numeric, in buf */
-static const char *conn_peer(const struct rpc_conn *c, char *buf, size_t len)
-{
-	snprintf(buf, len, "?");
-	if (c->peer.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)&c->peer)->sin_addr, buf, (socklen_t)len);
-	else if (c->peer.ss_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&c->peer)->sin6_addr, buf, (socklen_t)len);
-	return buf;
-}
-
 static void conn_readable(struct rpc_conn *c)
 {
 	for (int i = 0; i < 16; i++) {
@@ -884,14 +1026,6 @@ static void rpc_resume_held(void)
 	}
 }
 
-/* conn_idle_locked -- c has no call in flight, no output queued and no
- * input held: nothing of the server's is pending on it. Caller holds
- * c->lock. */
-static bool conn_idle_locked(const struct rpc_conn *c)
-{
-	return !c->closed && !c->inflight && !c->out_head && !c->held_len;
-}
-
 /* conn_sweep -- close the connections idle for R.idle_ns, or for R.record_ns
  * when they sit in the middle of a record (a client that announced a record
  * of up to RPC_MAX_RECORD bytes and went silent pins its buffer). Idle time
@@ -929,11 +1063,29 @@ static void conn_sweep(uint64_t now)
 	}
 }
 
-/* rpc_tick -- the loop's periodic work, at R.next_tick (loop thread) */
+/* rpc_tick -- the loop's periodic work, at R.next_tick (loop thread): the
+ * sweep; the listeners back after listen_pause; the spare descriptor again
+ * if another thread took the number meanwhile */
 static void rpc_tick(uint64_t now)
 {
-	conn_sweep(now);
-	R.next_tick = R.sweep_ns ? now + R.sweep_ns : UINT64_MAX;
+	if (now >= R.next_sweep) {
+		conn_sweep(now);
+		R.next_sweep = R.sweep_ns ? now + R.sweep_ns : UINT64_MAX;
+	}
+	R.next_tick = R.next_sweep;
+	if (R.listen_paused && now < R.listen_until && R.listen_until < R.next_tick)
+		R.next_tick = R.listen_until;
+	if (R.listen_paused && now >= R.listen_until) {
+		for (unsigned i = 0; i < R.nlisteners; i++) {
+			struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &R.listeners[i] };
+			epoll_ctl(R.epfd, EPOLL_CTL_MOD, R.listeners[i].fd, &ev);
+		}
+		R.listen_paused = false;
+	}
+	if (R.spare_fd < 0)
+		R.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (R.spare_fd < 0 && now + 1000000000ull < R.next_tick)
+		R.next_tick = now + 1000000000ull;
 }
 
 /* rpc_sleep_ms -- how long the loop may sleep in epoll_wait: up to the next
@@ -954,6 +1106,7 @@ void rpc_set_limits(const struct rpc_limits *l)
 	R.record_ns = (uint64_t)l->record_timeout_s * 1000000000ull;
 	shortest = R.idle_ns && R.record_ns ? (R.idle_ns < R.record_ns ? R.idle_ns : R.record_ns)
 					    : R.idle_ns | R.record_ns;
+	R.max_conns = l->max_conns;
 	R.sweep_ns = shortest / 4;
 	if (R.sweep_ns && R.sweep_ns < RPC_SWEEP_MIN_NS)
 		R.sweep_ns = RPC_SWEEP_MIN_NS;
@@ -968,7 +1121,7 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 	uint64_t busy_until = 0;
 
 	on_loop_thread = true;
-	R.next_tick = R.sweep_ns ? rpc_now_ns() + R.sweep_ns : UINT64_MAX;
+	R.next_sweep = R.next_tick = R.sweep_ns ? rpc_now_ns() + R.sweep_ns : UINT64_MAX;
 	while (!__atomic_load_n(&R.stopping, __ATOMIC_ACQUIRE)) {
 		uint64_t now = rpc_now_ns();
 		if (now >= R.next_tick)
@@ -1080,6 +1233,8 @@ void rpc_shutdown(void)
 		pthread_mutex_unlock(&c->lock);
 	}
 	reap_closed();
+	if (R.spare_fd >= 0)
+		close(R.spare_fd);
 	close(R.sig_item.fd);
 	close(R.evfd);
 	close(R.epfd);

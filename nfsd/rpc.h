@@ -73,6 +73,10 @@ int rpc_init(unsigned nthreads, rpc_dispatch_fn fn, bool (*inline_ok)(const stru
 int rpc_add_listener(struct rpc_listen *l);
 /* The limits of connections (0: none). */
 struct rpc_limits {
+	/* connections at most: over it, accepting one closes the idle one
+	 * quiet for longest, or refuses the new one when none is idle. Out of
+	 * descriptors, accepting does the same whatever the count. */
+	unsigned max_conns;
 	/* a connection with no call in flight, no output queued and nothing
 	 * heard from its client for this long is closed (knfsd: 6 minutes) */
 	unsigned idle_timeout_s;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -1676,6 +1677,220 @@ static void test_idle_connections_closed(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+static void test_connection_limit(void **state)
+{
+	/* --max-connections 4: a fifth and a sixth connection close the two
+	 * idle ones quiet for longest; the four newest are served. Nothing
+	 * bounded the connections before. */
+	static const char *const extra[] = { "--max-connections", "4", NULL };
+	struct it_server *s = &own;
+	struct it_fh fh;
+	int fds[6];
+
+	it_presto_only();
+	(void)state;
+	own_start(s, extra, &fh);
+	for (int i = 0; i < 6; i++) {
+		fds[i] = it_tcp_connect(NULL, 0, s->nfs_port);
+		assert_true(fds[i] >= 0);
+		/* answered: accepted, in this order */
+		if (null_call(fds[i], 0x7300 + (uint32_t)i) < 0)
+			fail_msg("connection %d (of a limit of 4) not served", i);
+	}
+	for (int i = 0; i < 2; i++)
+		if (!it_wait_closed(fds[i], 2000))
+			fail_msg("connection %d still open: 6 connections with a limit of 4", i);
+	for (int i = 2; i < 6; i++)
+		if (null_call(fds[i], 0x7310 + (uint32_t)i) < 0)
+			fail_msg("connection %d, among the 4 newest, was closed", i);
+	for (int i = 0; i < 6; i++)
+		close(fds[i]);
+	assert_true(it_server_alive(s));
+	assert_int_equal(it_server_stop(s), 0);
+}
+
+/* cpu_ticks -- user plus system time of process pid, in clock ticks */
+static long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	p = strrchr(buf, ')');		/* the name may hold spaces */
+	assert_non_null(p);
+	/* after ")": state ppid pgrp session tty tpgid flags minflt cminflt
+	 * majflt cmajflt utime stime */
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st), 2);
+	return (long)(ut + st);
+}
+
+/* lowest_free_fd -- the lowest descriptor number process pid has not open */
+static int lowest_free_fd(pid_t pid)
+{
+	char path[64];
+
+	for (int n = 0;; n++) {
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, n);
+		if (access(path, F_OK) != 0)
+			return n;
+	}
+}
+
+/* closed_within -- the server closes fd (end of file or reset) within ms;
+ * reads nothing, so that replies stay unread */
+static int closed_within(int fd, int ms)
+{
+	long long end = now_ms() + ms;
+
+	for (;;) {
+		struct pollfd pf = { .fd = fd, .events = POLLRDHUP };
+		long long left = end - now_ms();
+
+		if (left <= 0)
+			return 0;
+		if (poll(&pf, 1, (int)left) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return 1;
+	}
+}
+
+/* busy_conn -- a connection that sends 20 READs of 1 MiB of f and reads no
+ * reply: the server holds its input, it is never idle */
+static int busy_conn(struct it_server *s, const struct it_fh *f)
+{
+	static struct it_buf all;
+	int small = 4096, fd = it_tcp_connect(NULL, 0, s->nfs_port);
+
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	it_buf_reset(&all);
+	for (uint32_t k = 0; k < 20; k++) {
+		it_buf_reset(&call);
+		it_put_call(&call, 0x7500 + k, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
+		it_put_fh(&call, f);
+		it_put64(&call, 0);
+		it_put32(&call, 1 << 20);
+		put_record(&all, &call);
+	}
+	/* a connection turned away at once resets the end of this */
+	it_send_all(fd, all.b, all.len);
+	return fd;
+}
+
+static void test_out_of_descriptors(void **state)
+{
+	/* The server's descriptor limit lowered to 8 over what it has open
+	 * (prlimit, as an operator or a leak elsewhere would), then 40 idle
+	 * connections: accepting one over the limit closes the idle one quiet
+	 * for longest; the server does not spin on the pending connections,
+	 * and a new client is served at once. Then busy connections (their
+	 * replies unread) up to the limit: a new one is turned away at once
+	 * (taken on the spare descriptor and closed), still without spinning.
+	 * Before, accept4's EMFILE left the listener readable: a core spun,
+	 * nobody new was served. */
+	enum { N = 40 };
+	static char data[1 << 20];
+	struct it_server *s = &own;
+	struct rpc_context *c;
+	struct rlimit lim, old;
+	struct it_fh fh, f;
+	int fds[N], busy[N], nbusy, fresh;
+	long ticks, hz = sysconf(_SC_CLK_TCK);
+	long long t0;
+
+	it_presto_only();
+	(void)state;
+	own_start(s, NULL, &fh);
+	it_fill(data, sizeof(data), 9);
+	assert_int_equal(it_write_file(it_path(s, "megabyte"), data, sizeof(data), 0644), 0);
+	c = it_rpc_connect(s, IT_NFS_PROG, 3);
+	assert_non_null(c);
+	assert_int_equal(it_lookup(c, &fh, "megabyte", &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_read(c, &f, 0, 4096, &r), NFS3_OK);	/* its descriptors cached */
+	it_rpc_close(c);
+	usleep(100 * 1000);
+
+	assert_int_equal(prlimit(s->pid, RLIMIT_NOFILE, NULL, &old), 0);
+	lim = old;
+	/* a descriptor's number must be under the limit */
+	lim.rlim_cur = (rlim_t)lowest_free_fd(s->pid) + 8;
+	assert_int_equal(prlimit(s->pid, RLIMIT_NOFILE, &lim, NULL), 0);
+	for (int i = 0; i < N; i++) {
+		fds[i] = it_tcp_connect(NULL, 0, s->nfs_port);
+		assert_true(fds[i] >= 0);
+	}
+	usleep(300 * 1000);
+	ticks = cpu_ticks(s->pid);
+	usleep(1000 * 1000);
+	ticks = cpu_ticks(s->pid) - ticks;
+	print_message("the server used %ld ms of CPU in 1 s with 40 connections over its limit\n",
+		      ticks * 1000 / hz);
+	if (ticks * 1000 / hz > 300)
+		fail_msg("the server used %ld ms of CPU in 1 s, out of descriptors: it spins", ticks * 1000 / hz);
+	t0 = now_ms();
+	fresh = it_tcp_connect(NULL, 0, s->nfs_port);
+	assert_true(fresh >= 0);
+	if (null_call(fresh, 0x7400) < 0)
+		fail_msg("a new client was not served, the server out of descriptors");
+	print_message("a new client's NULL answered in %lld ms\n", now_ms() - t0);
+	assert_true(now_ms() - t0 < 1000);
+	/* the oldest were closed for the newest */
+	assert_true(it_wait_closed(fds[0], 1000));
+	assert_int_equal(null_call(fds[N - 1], 0x7401), 0);
+	close(fresh);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	usleep(200 * 1000);
+
+	/* busy connections until one is turned away */
+	for (nbusy = 0; nbusy < N; nbusy++) {
+		busy[nbusy] = busy_conn(s, &f);
+		if (closed_within(busy[nbusy], 300))
+			break;
+	}
+	if (nbusy == N)
+		fail_msg("%d busy connections and none turned away", N);
+	close(busy[nbusy]);
+	print_message("%d busy connections, the next one turned away\n", nbusy);
+	for (int i = 0; i < N / 4; i++) {
+		fds[i] = it_tcp_connect(NULL, 0, s->nfs_port);
+		assert_true(fds[i] >= 0);
+	}
+	ticks = cpu_ticks(s->pid);
+	for (int i = 0; i < N / 4; i++)
+		if (!closed_within(fds[i], 1000))
+			fail_msg("connection %d left pending, none idle and no descriptor left", i);
+	usleep(500 * 1000);
+	ticks = cpu_ticks(s->pid) - ticks;
+	print_message("none idle: %d more turned away, %ld ms of CPU\n", N / 4, ticks * 1000 / hz);
+	if (ticks * 1000 / hz > 300)
+		fail_msg("the server used %ld ms of CPU, out of descriptors: it spins", ticks * 1000 / hz);
+	for (int i = 0; i < N / 4; i++)
+		close(fds[i]);
+	for (int i = 0; i < nbusy; i++)
+		close(busy[i]);
+	/* room again: served */
+	fresh = -1;
+	for (t0 = now_ms(); now_ms() - t0 < 3000 && fresh < 0; usleep(100 * 1000)) {
+		fresh = it_tcp_connect(NULL, 0, s->nfs_port);
+		if (fresh >= 0 && null_call(fresh, 0x7402) < 0) {
+			close(fresh);
+			fresh = -1;
+		}
+	}
+	if (fresh < 0)
+		fail_msg("no new client served once the busy ones went");
+	close(fresh);
+	assert_int_equal(prlimit(s->pid, RLIMIT_NOFILE, &old, NULL), 0);
+	assert_true(it_server_alive(s));
+	assert_int_equal(it_server_stop(s), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1714,6 +1929,8 @@ int main(void)
 		cmocka_unit_test(test_inflight_bound_within_a_read),
 		cmocka_unit_test(test_half_close),
 		cmocka_unit_test(test_idle_connections_closed),
+		cmocka_unit_test(test_connection_limit),
+		cmocka_unit_test(test_out_of_descriptors),
 	};
 
 	it_init(58);

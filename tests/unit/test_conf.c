@@ -72,6 +72,7 @@ static void check_defaults(const struct nfsd_conf *c)
 	assert_int_equal(c->mount_port, 20048);
 	assert_true(c->rpcbind);
 	assert_int_equal(c->threads, 16);
+	assert_int_equal(c->max_connections, 0);
 	assert_int_equal(c->idle_timeout, 360);
 	assert_int_equal(c->record_timeout, 30);
 	assert_false(c->foreground);
@@ -111,6 +112,7 @@ static void test_shipped_conf_is_the_defaults(void **state)
 	memset(c.bind, 0x5a, sizeof(c.bind));
 	c.nbind = 0;
 	c.threads = 1;
+	c.max_connections = 1;
 	c.idle_timeout = 1;
 	c.record_timeout = 1;
 	c.nvram_size = 1;
@@ -154,6 +156,7 @@ static void test_every_key(void **state)
 			      "mount_port = 65535\n"
 			      "rpcbind = no\n"
 			      "threads = 256\n"
+			      "max_connections = 16777216\n"
 			      "idle_timeout = 0\n"
 			      "record_timeout = 86400\n"
 			      "foreground = yes\n"
@@ -176,6 +179,7 @@ static void test_every_key(void **state)
 	assert_int_equal(c.mount_port, 65535);
 	assert_false(c.rpcbind);
 	assert_int_equal(c.threads, 256);
+	assert_int_equal(c.max_connections, 16777216);
 	assert_int_equal(c.idle_timeout, 0);
 	assert_int_equal(c.record_timeout, 86400);
 	assert_true(c.foreground);
@@ -242,6 +246,8 @@ static unsigned num_field(const struct nfsd_conf *c, const char *key)
 		return c->mount_port;
 	if (!strcmp(key, "threads"))
 		return c->threads;
+	if (!strcmp(key, "max_connections"))
+		return c->max_connections;
 	if (!strcmp(key, "idle_timeout"))
 		return c->idle_timeout;
 	if (!strcmp(key, "record_timeout"))
@@ -277,6 +283,11 @@ static void test_numbers(void **state)
 		{ "threads", "0", 0, 0 },
 		{ "threads", "257", 0, 0 },
 		{ "threads", "-16", 0, 0 },
+		{ "max_connections", "0", 1, 0 },
+		{ "max_connections", "1", 1, 1 },
+		{ "max_connections", "16777216", 1, 16777216 },
+		{ "max_connections", "16777217", 0, 0 },
+		{ "max_connections", "1k", 0, 0 },
 		{ "idle_timeout", "0", 1, 0 },
 		{ "idle_timeout", "1", 1, 1 },
 		{ "idle_timeout", "86400", 1, 86400 },
