@@ -110,6 +110,11 @@ struct rpc_conn {
 /* the idle sweep runs every quarter of the shortest timeout, within these */
 #define RPC_SWEEP_MIN_NS (100 * 1000 * 1000ull)
 #define RPC_SWEEP_MAX_NS (5 * 1000 * 1000 * 1000ull)
+/* TCP keepalive of accepted connections: the first probe after 60 s of
+ * silence, closed after 6 unanswered ones 10 s apart */
+#define RPC_KEEPALIVE_IDLE_S 60
+#define RPC_KEEPALIVE_INTVL_S 10
+#define RPC_KEEPALIVE_CNT 6
 /* how long the listeners are not watched when no connection can be taken */
 #define RPC_LISTEN_PAUSE_NS (100 * 1000 * 1000ull)
 
@@ -735,6 +740,14 @@ static void do_accept(struct ep_item *l)
 		}
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		/* a client gone without a word (power cut, cable, crash of its
+		 * host) is found in about two minutes: one with a call in flight
+		 * is never idle, and the idle timeout is longer */
+		int ka_idle = RPC_KEEPALIVE_IDLE_S, ka_intvl = RPC_KEEPALIVE_INTVL_S, ka_cnt = RPC_KEEPALIVE_CNT;
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &ka_idle, sizeof(ka_idle));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &ka_intvl, sizeof(ka_intvl));
+		setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &ka_cnt, sizeof(ka_cnt));
 		struct rpc_conn *c = calloc(1, sizeof(*c));
 		if (!c) {
 			close(fd);

@@ -1891,6 +1891,49 @@ static void test_out_of_descriptors(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+static void test_keepalive(void **state)
+{
+	/* the server's end of a connection has TCP keepalive on, the first
+	 * probe after 60 s (Linux's default is 2 hours): a client that
+	 * vanished with a call in flight, so never idle, is found. Its
+	 * keepalive timer shows in /proc/net/tcp ("tr" 2, "tm->when" in
+	 * clock ticks); there was none before. */
+	struct sockaddr_in me;
+	socklen_t len = sizeof(me);
+	char line[512];
+	unsigned tr = 0;
+	unsigned long when = 0;
+	int fd, found = 0;
+	FILE *f;
+
+	it_presto_only();
+	(void)state;
+	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	assert_true(fd >= 0);
+	assert_int_equal(null_call(fd, 0x7600), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&me, &len), 0);
+	f = fopen("/proc/net/tcp", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned lport, rport, st;
+
+		/* sl: local rem st tx_queue:rx_queue tr:tm->when */
+		if (sscanf(line, " %*u: %*x:%x %*x:%x %x %*x:%*x %x:%lx", &lport, &rport, &st, &tr, &when) == 5 &&
+		    lport == (unsigned)srv.nfs_port && rport == ntohs(me.sin_port)) {
+			found = 1;
+			break;
+		}
+	}
+	fclose(f);
+	close(fd);
+	assert_true(found);
+	print_message("the server's socket: timer %u, %lu ticks\n", tr, when);
+	if (tr != 2)
+		fail_msg("no keepalive timer on the server's end of a connection (timer %u)", tr);
+	if (when > 61 * (unsigned long)sysconf(_SC_CLK_TCK))
+		fail_msg("the first keepalive probe in %lu ticks: over 60 s", when);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1931,6 +1974,7 @@ int main(void)
 		cmocka_unit_test(test_idle_connections_closed),
 		cmocka_unit_test(test_connection_limit),
 		cmocka_unit_test(test_out_of_descriptors),
+		cmocka_unit_test(test_keepalive),
 	};
 
 	it_init(58);
