@@ -14,8 +14,10 @@
  *   is queued before it (the common case: no wake-up of the loop); otherwise
  *   it is queued and the loop writes it on EPOLLOUT.
  * - A connection is reference counted: the loop holds one reference while
- *   the socket is open, each request one. The fd is closed under the lock, so
- *   a worker never writes to a reused descriptor.
+ *   the socket is open, each request one. A connection is closed under its
+ *   lock (any thread): its socket is shut down and no longer used; the loop
+ *   thread closes the descriptor when it drops its reference (reap_closed),
+ *   so neither its unlocked read nor a worker ever meets a reused number.
  * - Idle connections are found by a coarse sweep (conn_sweep, every few
  *   seconds) rather than by a timer per connection or a timestamp per read:
  *   a read sets a flag, nothing more, and the loop runs ~500k calls/s.
@@ -386,8 +388,19 @@ static void conn_close_locked(struct rpc_conn *c)
 	c->closed = true;
 	__atomic_sub_fetch(&R.nconns, 1, __ATOMIC_RELAXED);
 	epoll_ctl(R.epfd, EPOLL_CTL_DEL, c->ep.fd, NULL);
-	close(c->ep.fd);
-	c->ep.fd = -1;
+	if (on_loop_thread) {
+		/* the loop thread is the only one that uses the descriptor
+		 * without the lock: it can go now (a descriptor closed to make
+		 * room for a new connection is wanted at once) */
+		close(c->ep.fd);
+		c->ep.fd = -1;
+	} else {
+		/* shut down, not closed: the loop thread may be reading
+		 * c->ep.fd without the lock (conn_readable) right now, and a
+		 * number closed here could be another file's by then.
+		 * reap_closed, on the loop thread, closes it. */
+		shutdown(c->ep.fd, SHUT_RDWR);
+	}
 	pthread_mutex_lock(&R.conns_lock);
 	c->closed_next = R.closed;
 	R.closed = c;
@@ -407,6 +420,8 @@ static void reap_closed(void)
 	pthread_mutex_unlock(&R.conns_lock);
 	while (c) {
 		struct rpc_conn *next = c->closed_next;
+		if (c->ep.fd >= 0)
+			close(c->ep.fd);	/* a worker's conn_close_locked shut it down */
 		if (c->open_prev)
 			c->open_prev->open_next = c->open_next;
 		else
@@ -422,6 +437,8 @@ static void reap_closed(void)
  * broke (and was closed). */
 static int conn_flush_locked(struct rpc_conn *c)
 {
+	if (c->closed)
+		return -1;
 	while (c->out_head) {
 		/* the queued replies in one sendmsg: one train of segments and
 		 * one wake-up of the client instead of one per reply */
