@@ -264,10 +264,12 @@ static int cmd_status(json_t *req, json_t *rep, char *err, size_t errlen)
 	json_object_set_new(rep, "held", json_boolean(ps.held));
 	set_times(rep);
 	set_u64(rep, "modifying_calls", modifying);
-	set_u64(rep, "logged_calls", ps.appends);
+	/* accelerated: logged with presto on (presto off logs and flushes) */
+	uint64_t accel = ps.appends > ps.through_appends ? ps.appends - ps.through_appends : 0;
+	set_u64(rep, "logged_calls", accel);
 	json_object_set_new(rep, "efficiency_pct",
-			    modifying ? json_real(ps.appends >= modifying ? 100.0
-						  : 100.0 * (double)ps.appends / (double)modifying)
+			    modifying ? json_real(accel >= modifying ? 100.0
+						  : 100.0 * (double)accel / (double)modifying)
 				      : json_null());
 	json_object_set_new(rep, "exports", exports_json(false));
 	return 0;

@@ -500,7 +500,7 @@ void dispatch(struct rpc_req *req)
 		return;
 	}
 	stats_record(p->stat_idx, rpc_now_ns() - req->t_recv_ns, err || rc < 0);
-	if (c.txn.logged)
+	if (c.txn.logged && !c.txn.through)	/* answered from the log */
 		stats_record_log(p->stat_idx, log_ns + c.txn.waited_ns);
 
 	if (rc < 0) {

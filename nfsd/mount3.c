@@ -203,7 +203,7 @@ static mountstat3 mnt_lookup(struct call *c, const char *path, const struct xexp
 			goto out;
 		}
 		struct stat pst;
-		if (!*rest && presto_enabled(xe, cl->opts.presto) && fstat(fd, &pst) == 0) {
+		if (!*rest && presto_logs(xe) && fstat(fd, &pst) == 0) {
 			/* the handle handed out: as LOOKUP does (presto_dir_hold) */
 			presto_dir_hold(pst.st_dev, pst.st_ino, false, &stripe);
 			held = true;

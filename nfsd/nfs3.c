@@ -166,6 +166,20 @@ static bool presto_on(const struct obj *o)
 	return presto_enabled(o->xe, o->opts->presto);
 }
 
+/* logs -- whether changes in o's export are logged (presto on or off, see
+ * presto_logs) */
+static bool logs(const struct obj *o)
+{
+	return presto_logs(o->xe);
+}
+
+/* accelerated -- the call's change is logged and presto is on: its record
+ * makes it durable, nothing is flushed */
+static bool accelerated(const struct call *c)
+{
+	return c->txn.active && c->accel;
+}
+
 /* log_begin -- on the loop thread (c->on_loop) it never waits: it defers
  * the call instead (call_defer) when presto is off and a flush is due, or
  * when presto_begin_nowait would have to wait. Presto on: lock the objects
@@ -178,12 +192,12 @@ static nfsstat3 log_begin(struct call *c, const struct obj *o, const struct stat
 	ino_t inos[PRESTO_MAX_OBJS];
 	unsigned k = 0;
 
-	if (!presto_on(o)) {
-		/* presto off flushes before the reply: not on the loop thread */
-		if (c->on_loop && !o->opts->async)
-			return call_defer(c);
+	c->accel = presto_on(o);
+	/* presto off flushes before the reply: not on the loop thread */
+	if (!c->accel && c->on_loop && !o->opts->async)
+		return call_defer(c);
+	if (!logs(o))
 		return NFS3_OK;
-	}
 	for (unsigned i = 0; i < n && k < PRESTO_MAX_OBJS; i++) {
 		if (!sts[i])
 			continue;
@@ -191,9 +205,11 @@ static nfsstat3 log_begin(struct call *c, const struct obj *o, const struct stat
 		inos[k] = sts[i]->st_ino;
 		k++;
 	}
-	if (c->on_loop)
-		return presto_begin_nowait(&c->txn, devs, inos, k, est) < 0 ? call_defer(c) : NFS3_OK;
-	return presto_begin(&c->txn, devs, inos, k, est) < 0 ? NFS3ERR_JUKEBOX : NFS3_OK;
+	if (c->on_loop ? presto_begin_nowait(&c->txn, devs, inos, k, est) < 0
+		       : presto_begin(&c->txn, devs, inos, k, est) < 0)
+		return c->on_loop ? call_defer(c) : NFS3ERR_JUKEBOX;
+	c->txn.through = !c->accel;
+	return NFS3_OK;
 }
 
 static void log_obj(struct call *c, unsigned slot, plog_obj *dst, const struct obj *o)
@@ -366,7 +382,7 @@ static nfsstat3 commit_change(struct call *c, const struct obj *dir, int dirfd, 
 {
 	int rc = 0;
 
-	if (dir->opts->async || c->txn.active)
+	if (dir->opts->async || accelerated(c))
 		return NFS3_OK;		/* unsafe export, or the log makes it durable */
 	vfs_become_root();
 	if (newname) {
@@ -599,7 +615,7 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 		res->status = vfs_nfserr(rc);
 		goto wcc;
 	}
-	if (!o.opts->async && !c->txn.active) {
+	if (!o.opts->async && !accelerated(c)) {
 		vfs_become_root();
 		if (commit_fd(o.fd, false) < 0)
 			res->status = NFS3ERR_IO;
@@ -633,7 +649,7 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 		res->status = NFS3ERR_NOTDIR;
 		goto fail;
 	}
-	if (presto_on(&d)) {
+	if (logs(&d)) {
 		/* no handle of an entry whose creation is not logged yet */
 		if (presto_dir_hold(d.st.st_dev, d.st.st_ino, c->on_loop, &stripe) < 0) {
 			res->status = call_defer(c);
@@ -927,7 +943,7 @@ static void nfs3_write(struct call *c, void *a, void *r)
 		c->txn.has_op = c->txn.active;
 	}
 	stable_how committed = args->stable;
-	if (c->txn.active) {
+	if (accelerated(c)) {
 		/* durable in the NVRAM log before the reply: FILE_SYNC */
 		if (args->stable == UNSTABLE)
 			presto_count_commit_avoided();
@@ -946,7 +962,7 @@ static void nfs3_write(struct call *c, void *a, void *r)
 	WRITE3resok *ok = &res->WRITE3res_u.resok;
 	ok->count = (count3)done;
 	ok->committed = committed;
-	presto_write_verf((uint8_t *)ok->verf, c->txn.active);
+	presto_write_verf((uint8_t *)ok->verf, accelerated(c));
 	vfs_wcc(&ok->file_wcc, &before, fd, obj_fsid(&o));
 	goto out;
 fail:
@@ -980,7 +996,7 @@ static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj
 	/* CREATE UNCHECKED with a size truncates a file that exists: lock it
 	 * too, so that its WRITEs and the truncation append in apply order */
 	struct stat est;
-	bool existing = lock_existing && presto_on(d) &&
+	bool existing = lock_existing && logs(d) &&
 			fstatat(d->fd, name, &est, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(est.st_mode);
 	const struct stat *sts[] = { &d->st, existing ? &est : NULL };
 	if (locked) {
@@ -1513,7 +1529,7 @@ static void nfs3_rename(struct call *c, void *a, void *r)
 	}
 	struct stat sst, tst;
 	struct fh_kernel skh;
-	bool have_s = presto_on(&fd) && fstatat(fd.fd, fname, &sst, AT_SYMLINK_NOFOLLOW) == 0;
+	bool have_s = logs(&fd) && fstatat(fd.fd, fname, &sst, AT_SYMLINK_NOFOLLOW) == 0;
 	bool have_t2 = have_s && fstatat(td.fd, tname, &tst, AT_SYMLINK_NOFOLLOW) == 0;
 	const struct stat *sts[] = { &fd.st, &td.st, have_s ? &sst : NULL, have_t2 ? &tst : NULL };
 	if ((res->status = log_begin(c, &fd, sts, 4, 1024)) != NFS3_OK)
@@ -1721,7 +1737,7 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 		return NFS3ERR_NOTDIR;
 	if (c->on_loop && d->st.st_size > READDIR_LOOP_MAX_SIZE)
 		return call_defer(c);
-	presto = plus && presto_on(d);
+	presto = plus && logs(d);
 	dir_verf(d, outverf);
 	if (cookie != 0 && memcmp(verf, zero, 8) != 0 && memcmp(verf, outverf, 8) != 0)
 		return NFS3ERR_BAD_COOKIE;

@@ -36,7 +36,10 @@ struct call {
 	uint32_t xid, prog, vers, proc;
 	struct call_cred cred;
 	struct xtab *xt;		/* exports in force for this call (a reference) */
-	struct presto_txn txn;		/* presto on: the call's log record */
+	struct presto_txn txn;		/* the call's log record (presto_logs) */
+	bool accel;			/* presto on: the record alone makes the
+					 * change durable (no flush); see
+					 * accelerated() in nfs3.c */
 	bool on_loop;			/* running inline on the event loop thread */
 	bool defer;			/* set by a handler running inline that would
 					 * have to wait (fsync, a held stripe, a full

@@ -163,7 +163,7 @@ static struct {
 	const char *state;
 	/* counters (relaxed atomics) */
 	uint64_t jukebox, space_waits, destage_runs, destage_errors, destage_ns_total, destage_ns_last;
-	uint64_t destage_bytes, commits_avoided, log_fallbacks, wait_ns_total;
+	uint64_t destage_bytes, commits_avoided, log_fallbacks, wait_ns_total, through_appends;
 	uint64_t rec_records, rec_bytes, rec_ns, rec_redirects, rec_errors;
 	bool rec_replayed;
 } P = {
@@ -676,6 +676,15 @@ bool presto_enabled(const struct xexport *xe, bool export_opt)
 		on = false;
 	pthread_mutex_unlock(&P.sw_lock);
 	return on;
+}
+
+bool presto_logs(const struct xexport *xe)
+{
+	if (!P.log)
+		return false;
+	if (__atomic_load_n(&P.nunmarked, __ATOMIC_ACQUIRE) == 0)
+		return true;
+	return !presto_unmarked(xe->e->id);
 }
 
 bool presto_unmarked(uint32_t export_id)
@@ -1288,6 +1297,8 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 	rc = nvlog_append_nowait(P.log, (uint16_t)t->op.type, iov, niov, &t->lsn);
 	if (rc == 0) {
 		t->logged = true;
+		if (t->through)
+			CNT_ADD(through_appends, 1);
 		/* still under the stripe locks: no later record on these
 		 * directories can stamp them first */
 		for (unsigned i = 0; i < t->nstamps; i++)
@@ -2585,6 +2596,7 @@ void presto_get_stats(struct presto_stats *out)
 	out->destage_ns_last = LD(destage_ns_last);
 	out->destage_bytes = LD(destage_bytes);
 	out->commits_avoided = LD(commits_avoided);
+	out->through_appends = LD(through_appends);
 	out->log_fallbacks = LD(log_fallbacks);
 	out->wait_ns_total = LD(wait_ns_total);
 	out->recovery_records = LD(rec_records);
@@ -2607,6 +2619,7 @@ void presto_reset_stats(void)
 	__atomic_store_n(&P.destage_ns_total, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.destage_bytes, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.commits_avoided, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.through_appends, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.log_fallbacks, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.wait_ns_total, 0, __ATOMIC_RELAXED);
 }

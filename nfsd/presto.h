@@ -71,6 +71,8 @@ struct presto_txn {
 	bool active;			/* stripes locked */
 	bool has_op;			/* the filesystem changed: a record is due */
 	bool logged;			/* appended: wait for lsn before replying */
+	bool through;			/* presto off: logged, and flushed by the
+					 * call as well (set after presto_begin) */
 	unsigned nstripes;
 	unsigned stripes[PRESTO_MAX_OBJS];
 	plog_op op;
@@ -96,9 +98,16 @@ struct presto_txn {
 int presto_open(const struct presto_conf *pc, struct xtab *xt);
 /* presto_close -- flush everything (destage), mark the log clean, close. */
 void presto_close(void);
-/* presto_enabled -- whether modifications in export xe go through the log
- * (the log is open, the export's option and the run-time switch agree). */
+/* presto_enabled -- whether modifications in export xe are accelerated:
+ * answered once their record is durable, without waiting for the disk (the
+ * log is open, the export's option and the run-time switch agree). */
 bool presto_enabled(const struct xexport *xe, bool export_opt);
+/* presto_logs -- whether modifications in export xe are logged at all: the
+ * log is open and the export's root carries its mark. Presto off (nopresto,
+ * a client line's option, or switched off) still logs, and flushes before
+ * the reply too: a change written through but not logged would be rolled
+ * back by a replay of the object's older records still in the log. */
+bool presto_logs(const struct xexport *xe);
 /* presto_unmarked -- whether export id's root took no mark (no extended
  * attributes, or read-only): presto is off for it whatever the switches. */
 bool presto_unmarked(uint32_t export_id);
@@ -210,6 +219,7 @@ struct presto_stats {
 	uint64_t destage_runs, destage_errors, destage_ns_total, destage_ns_last;
 	uint64_t destage_bytes;		/* log bytes trimmed after a destage */
 	uint64_t commits_avoided;	/* UNSTABLE writes answered FILE_SYNC, COMMITs answered at once */
+	uint64_t through_appends;	/* records of calls with presto off (flushed too) */
 	uint64_t log_fallbacks;		/* records that could not be appended (synced instead) */
 	uint64_t recovery_records, recovery_bytes, recovery_ns, recovery_redirects;
 	uint64_t recovery_errors;

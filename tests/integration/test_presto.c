@@ -1550,6 +1550,77 @@ static struct rpc_context *connect_create(const char *name, struct it_fh *f)
 	return rpc;
 }
 
+/* written_then_crash -- f created and written "AAAA" by client a (presto
+ * on), then "BBBB" (FILE_SYNC) by client b after between() switched presto
+ * off for b; a power cut (SIGKILL, --replay=always): the replay must not
+ * roll "BBBB" back to the older record's "AAAA" */
+static void written_then_crash(struct rpc_context *a, struct rpc_context *b,
+			       void (*between)(void), const char *what)
+{
+	struct it_fh root, f;
+	size_t len;
+
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	assert_int_equal(it_create(a, &root, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	assert_int_equal(it_write(a, &f, 0, "AAAA", 4, FILE_SYNC, &r), NFS3_OK);
+	if (between)
+		between();
+	assert_int_equal(it_write(b, &f, 0, "BBBB", 4, FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(a);
+	if (b != a)
+		it_rpc_close(b);
+	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
+	char *p = it_read_file(it_path(&srv, "f"), &len);
+	assert_non_null(p);
+	if (len != 4 || memcmp(p, "BBBB", 4) != 0)
+		fail_msg("%s: the FILE_SYNC WRITE made with presto off was rolled back by the replay "
+			 "(\"%.*s\")", what, (int)(len < 8 ? len : 8), p);
+	free(p);
+}
+
+static void test_presto_off_change_survives_replay(void **state)
+{
+	/* one export, its 127.0.0.1 line accelerated, its ::1 line nopresto:
+	 * a change through ::1 is flushed, and logged too, so that the replay
+	 * of the older record does not undo it */
+	static const struct it_export mixed = {
+		"export", "127.0.0.1(rw,insecure,no_root_squash) ::1(rw,insecure,no_root_squash,nopresto)"
+	};
+
+	(void)state;
+	it_presto_only();
+	it_res_init(&r);
+	replay_always_no_destage();
+	assert_int_equal(it_server_startv(&srv, &mixed, 1, IT_IPV6), 0);
+	struct rpc_context *a = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	struct rpc_context *b = it_rpc_connect_to(&srv, "::1", IT_NFS_PROG, 3);
+	assert_non_null(a);
+	assert_non_null(b);
+	written_then_crash(a, b, NULL, "a nopresto client line");
+}
+
+static void reload_nopresto(void)
+{
+	static const struct it_export off = { "export", "127.0.0.1(rw,insecure,no_root_squash,nopresto)" };
+	char buf[8192];
+
+	assert_int_equal(it_server_reload(&srv, &off, 1), 0);
+	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));	/* done when it answers */
+	control("{\"cmd\":\"exports\"}\n", buf, sizeof(buf));
+	if (!strstr(buf, "\"presto\":false"))
+		fail_msg("the reload did not switch presto off: %s", buf);
+}
+
+static void test_reload_to_nopresto_survives_replay(void **state)
+{
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	struct rpc_context *a = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(a);
+	written_then_crash(a, a, reload_nopresto, "a reload to nopresto");
+}
+
 static void test_nopresto_export(void **state)
 {
 	/* with the log present, a nopresto export writes through: FILE_SYNC
@@ -2390,6 +2461,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
 		cmocka_unit_test_teardown(test_discarded_record_leaves_no_drc_entry, test_teardown),
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
+		cmocka_unit_test_teardown(test_presto_off_change_survives_replay, test_teardown),
+		cmocka_unit_test_teardown(test_reload_to_nopresto_survives_replay, test_teardown),
 		cmocka_unit_test_teardown(test_commit_after_switching_on, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 		cmocka_unit_test_teardown(test_readdir_inline_small_dirs, test_teardown),
