@@ -157,6 +157,16 @@ static const char *nvlog_rec_valid(const struct nvlog_view *v, const uint8_t *ar
 	return NULL;
 }
 
+bool nvlog_pad_skip(const struct nvlog_view *v, uint64_t pos, uint64_t n, uint32_t e, uint64_t limit)
+{
+	const uint8_t *area = v->base + v->sb.area_off;
+	uint64_t L = v->sb.area_len, off = pos % L, rem = L - off;
+
+	return off != 0 && nvlog_rec_valid(v, area, pos, n, e, limit) &&
+	    !nvlog_rec_valid(v, area, pos + rem, n, e, limit) &&
+	    ((const struct nvlog_rec_hdr *)area)->type != NVLOG_TYPE_PAD;
+}
+
 /* true when the bytes at off are a CRC-valid record from an earlier lap */
 static bool nvlog_rec_stale(const struct nvlog_view *v, const uint8_t *area, uint64_t off, uint64_t n)
 {
@@ -226,8 +236,7 @@ int nvlog_walk(const struct nvlog_view *v, uint64_t max_lsn,
 			continue;
 		}
 		why = nvlog_rec_valid(v, area, pos, n, e, limit);
-		if (why && off != 0 && !nvlog_rec_valid(v, area, pos + rem, n, e, limit) &&
-		    ((const struct nvlog_rec_hdr *)area)->type != NVLOG_TYPE_PAD) {
+		if (why && nvlog_pad_skip(v, pos, n, e, limit)) {
 			/* a damaged pad: record n is whole at the start of the area,
 			 * where only a wrap can have put it (section 5) */
 			pos += rem;

@@ -256,5 +256,10 @@ int nvlog_walk(const struct nvlog_view *v, uint64_t max_lsn,
     int (*cb)(void *arg, const struct nvlog_walk_rec *r), void *arg,
     struct nvlog_walk_end *out);
 uint64_t nvlog_next_pos(uint64_t area_len, uint64_t pos, uint64_t rec_size, uint64_t *rec_pos);
+/* nvlog_pad_skip -- the walk's rule for the bytes at pos, where record n
+ * (epoch at least e) is expected: not valid as record n, while record n is
+ * whole at the start of the area (not a pad): a damaged pad, stepped over.
+ * The trim must judge such bytes as the walk does. */
+bool nvlog_pad_skip(const struct nvlog_view *v, uint64_t pos, uint64_t n, uint32_t e, uint64_t limit);
 
 #endif

@@ -523,6 +523,56 @@ static void test_damaged_pad(void **state)
 	nvlog_close(log, true);
 }
 
+/* a pad whose type field is damaged still carries the LSN and length of
+ * a record: the scan steps over it (record n is whole at offset 0), and the
+ * trim must too, or it stores a tail at record n's own place: the records
+ * acknowledged after it were gone at the next open, and every later trim
+ * failed (-EUCLEAN) */
+static void test_damaged_pad_type(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "padtype");
+	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
+	struct nvlog *log = open_log(p);
+	uint8_t buf[920] = { 0 }; /* 960 bytes on media: 65536 % 960 leaves a pad */
+	struct iovec iov = { buf, sizeof(buf) };
+	uint64_t lsn, last = 0;
+	for (int i = 0; i < 90; i++) {
+		assert_int_equal(nvlog_append(log, 4, &iov, 1, &lsn), 0);
+		if (i == 40)
+			assert_int_equal(nvlog_trim(log, 30), 0);
+	}
+	nvlog_close(log, true);
+	struct seen *s = records_of(p);
+	uint64_t pad = 0;
+	for (uint64_t i = 0; i + 1 < s->n; i++)
+		if (s->off[i + 1] < s->off[i]) {
+			pad = s->off[i] + NVLOG_REC_SIZE(s->len[i]);
+			last = s->lsn[i + 1];	/* the record at offset 0 */
+		}
+	free(s);
+	assert_true(pad > 0 && last > 0);
+	flip_byte(p, pad + offsetof(struct nvlog_rec_hdr, type));
+	log = open_log(p);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_int_equal(in.open_scan.end, NVLOG_SCAN_CLEAN);
+	assert_int_equal(nvlog_trim(log, last), 0);
+	uint64_t a, b;
+	assert_int_equal(nvlog_append(log, 4, &iov, 1, &a), 0);
+	assert_int_equal(nvlog_append(log, 4, &iov, 1, &b), 0);
+	assert_int_equal(nvlog_trim(log, a), 0);
+	nvlog_close(log, false);
+	log = open_log(p);
+	nvlog_info(log, &in);
+	if (in.head_lsn != b || in.tail_lsn != b)
+		fail_msg("after a trim over a pad with a damaged type: LSN %llu..%llu in the log, "
+			 "want %llu..%llu", (unsigned long long)in.tail_lsn,
+			 (unsigned long long)in.head_lsn, (unsigned long long)b, (unsigned long long)b);
+	nvlog_close(log, true);
+}
+
 /* a bad record in the middle, followed by valid ones, is corruption */
 static void test_corrupt_middle(void **state)
 {
@@ -1393,6 +1443,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_wrap_many_laps),
 		cmocka_unit_test(test_torn_head),
 		cmocka_unit_test(test_damaged_pad),
+		cmocka_unit_test(test_damaged_pad_type),
 		cmocka_unit_test(test_corrupt_middle),
 		cmocka_unit_test(test_stale_never_validates),
 		cmocka_unit_test(test_stale_epoch),
