@@ -128,6 +128,7 @@ static struct {
 	 * descriptor, so no later sync proves anything; nothing is trimmed
 	 * any more, and the next start replays the whole log */
 	bool wb_failed;
+	unsigned space_wanted;		/* calls waiting for room (atomic) */
 	unsigned syncing;		/* atomic: syncfs calls in progress */
 	uint64_t claimed;		/* atomic: log bytes claimed by calls between
 					 * begin and append (space_reserve) */
@@ -1048,11 +1049,15 @@ int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, uns
 		/* full: the destager makes room; wait for it, bounded */
 		uint64_t deadline = rpc_now_ns() + (uint64_t)P.conf.full_wait_ms * 1000000ull;
 		CNT_ADD(space_waits, 1);
+		/* a held destager runs for it too: a call that cannot get room
+		 * is a full log, whatever the occupancy (destage_due) */
+		__atomic_add_fetch(&P.space_wanted, 1, __ATOMIC_ACQ_REL);
 		kick_destager();
 		for (;;) {
 			if (space_reserve(t, est_bytes, SPACE_SLACK, false))
 				break;
 			if (rpc_now_ns() >= deadline) {
+				__atomic_sub_fetch(&P.space_wanted, 1, __ATOMIC_ACQ_REL);
 				CNT_ADD(jukebox, 1);
 				return -EAGAIN;
 			}
@@ -1068,6 +1073,7 @@ int presto_begin(struct presto_txn *t, const dev_t *devs, const ino_t *inos, uns
 			pthread_cond_timedwait(&P.d_done, &P.d_lock, &ts);
 			pthread_mutex_unlock(&P.d_lock);
 		}
+		__atomic_sub_fetch(&P.space_wanted, 1, __ATOMIC_ACQ_REL);
 	}
 	sort_stripes(t, devs, inos, n);
 	for (unsigned i = 0; i < t->nstripes; i++)
@@ -1346,8 +1352,8 @@ static bool destage_due(uint64_t *target)
 	if (P.flush_target >= s.tail_lsn && P.flush_target != 0)
 		return true;
 	uint64_t pct = s.area_bytes ? s.used_bytes * 100 / s.area_bytes : 0;
-	if (P.held)
-		return pct >= 90;	/* held, but never drop work: a full log runs anyway */
+	if (P.held)	/* held, but never drop work: a full log runs anyway */
+		return pct >= 90 || __atomic_load_n(&P.space_wanted, __ATOMIC_ACQUIRE) > 0;
 	return pct >= P.conf.high_water_pct || s.oldest_age_ns >= (uint64_t)P.conf.destage_age_ms * 1000000ull;
 }
 

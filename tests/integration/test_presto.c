@@ -176,6 +176,35 @@ static void start_logged(const char *clients, void (*flags)(void))
 	assert_int_equal(it_server_start(&srv, clients), 0);
 }
 
+static struct rpc_context *connect_create(const char *name, struct it_fh *f);
+
+static void test_held_log_makes_room(void **state)
+{
+	/* the destager held (--no-destage) ran only at 90% full: on an 8 MiB
+	 * log a 1 MiB WRITE needs more than 10% free, so from about 87% every
+	 * one was JUKEBOX, for ever. A call waiting for room is a full log:
+	 * the held destager runs for it */
+	static char big[1 << 20];
+	struct it_fh f;
+	int jukebox = 0;
+
+	(void)state;
+	it_nvram_size = "8M";
+	start_logged(EXPORT_RW, no_destage);
+	struct rpc_context *rpc = connect_create("big", &f);
+	memset(big, 'B', sizeof(big));
+	for (int i = 0; i < 16; i++) {
+		int st = it_write(rpc, &f, (uint64_t)i * sizeof(big), big, sizeof(big), FILE_SYNC, &r);
+		if (st == NFS3ERR_JUKEBOX && ++jukebox < 20) {
+			i--;	/* again, as a client does */
+			continue;
+		}
+		if (st != NFS3_OK)
+			fail_msg("1 MiB WRITE %d into a held 8 MiB log: %d after %d JUKEBOX", i, st, jukebox);
+	}
+	it_rpc_close(rpc);
+}
+
 static void test_replay_never_rolls_back(void **state)
 {
 	/* a file rewritten several times, renamed, truncated, and a name removed
@@ -2441,6 +2470,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_small_log_never_drops, test_teardown),
+		cmocka_unit_test_teardown(test_held_log_makes_room, test_teardown),
 		cmocka_unit_test_teardown(test_replay_never_rolls_back, test_teardown),
 		cmocka_unit_test_teardown(test_replay_restores_lost_writes, test_teardown),
 		cmocka_unit_test_teardown(test_creation_refused_an_attribute_is_logged, test_teardown),
