@@ -960,12 +960,13 @@ static unsigned stripe_of(dev_t dev, ino_t ino)
 	return (unsigned)((h >> 32) % NSTRIPES);
 }
 
-/* space_reserve -- claim est bytes of the log for a call between its begin
- * and its append, if the log's free space covers every claim in flight plus
- * est and slack (and, with no_waiters, nobody waits for room: an append
- * would queue behind them). Claims are released by presto_abort, after the
- * append. Appends of calls that claimed are therefore never short of room:
- * the event loop thread never waits in nvlog_append_nowait. The claims are
+/* space_reserve -- claim log space for a call between its begin and its
+ * append: twice est (the record, and the worst pad before it), if the log's
+ * free space covers every claim in flight plus that and slack (and, with
+ * no_waiters, nobody waits for room: an append would queue behind them).
+ * Claims are released by presto_abort, after the append. Appends of calls
+ * that claimed are therefore never short of room: the event loop thread
+ * never waits in nvlog_append_nowait. The claims are
  * read before the log's gauges: a call that appended and then released its
  * claim in between is then counted in the gauges (its append happened
  * before its release), never in neither. Returns whether claimed. */
@@ -974,6 +975,10 @@ static bool space_reserve(struct presto_txn *t, uint64_t est, uint64_t slack, bo
 	uint64_t used, area, head;
 	unsigned waiters;
 
+	/* the record may not fit before the end of the ring: then a pad of
+	 * up to its own size goes first. Claimed too, or the append would wait
+	 * (on the loop thread) and then fail. */
+	est *= 2;
 	for (;;) {
 		uint64_t cur = __atomic_load_n(&P.claimed, __ATOMIC_ACQUIRE);
 		nvlog_space(P.log, &used, &area, &head, &waiters);

@@ -46,6 +46,13 @@
 static struct it_server srv;
 static struct it_res r;
 
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static bool whole_fs_mounted;	/* a filesystem a test mounted under the export */
 
 static int test_teardown(void **state)
@@ -177,6 +184,8 @@ static void start_logged(const char *clients, void (*flags)(void))
 }
 
 static struct rpc_context *connect_create(const char *name, struct it_fh *f);
+static void control(const char *req, char *buf, size_t cap);
+static bool log_says(const struct it_server *s, const char *what);
 
 static void test_held_log_makes_room(void **state)
 {
@@ -203,6 +212,45 @@ static void test_held_log_makes_room(void **state)
 			fail_msg("1 MiB WRITE %d into a held 8 MiB log: %d after %d JUKEBOX", i, st, jukebox);
 	}
 	it_rpc_close(rpc);
+}
+
+static void test_append_never_waits_for_a_pad(void **state)
+{
+	/* the claim on the log counted a record but not the pad that may go
+	 * before it at the end of the ring: with the head 0.96 MB before the
+	 * end and 1.36 MB free, a 1 MiB WRITE ran inline, was applied, then
+	 * waited in the append (the event loop with it) for 2 s, failed, was
+	 * synced instead, and was rolled back by the replay of the older
+	 * records of its bytes */
+	static char big[1 << 20], small[65536];
+	char buf[4096];
+	struct it_fh f;
+
+	(void)state;
+	it_nvram_size = "8M";
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	struct rpc_context *rpc = connect_create("f", &f);
+	memset(small, 'A', sizeof(small));
+	memset(big, 'B', sizeof(big));
+	control("{\"cmd\":\"flush\"}\n", buf, sizeof(buf));
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(it_write(rpc, &f, 0, small, sizeof(small), FILE_SYNC, &r), NFS3_OK);
+	control("{\"cmd\":\"flush\"}\n", buf, sizeof(buf));
+	for (int i = 0; i < 107; i++)
+		assert_int_equal(it_write(rpc, &f, 0, small, sizeof(small), FILE_SYNC, &r), NFS3_OK);
+	long long t0 = now_ms();
+	assert_int_equal(it_write(rpc, &f, 0, big, sizeof(big), FILE_SYNC, &r), NFS3_OK);
+	long long ms = now_ms() - t0;
+	it_rpc_close(rpc);
+	if (log_says(&srv, "append to the NVRAM log failed"))
+		fail_msg("an append found no room for its pad (the WRITE took %lld ms)", ms);
+	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);	/* a power cut */
+	size_t len;
+	char *p = it_read_file(it_path(&srv, "f"), &len);
+	assert_non_null(p);
+	if (len < 4 || memcmp(p, "BBBB", 4) != 0)
+		fail_msg("the acknowledged 1 MiB WRITE was rolled back by the replay");
+	free(p);
 }
 
 static void test_replay_never_rolls_back(void **state)
@@ -2200,13 +2248,6 @@ static struct {
 	pthread_t thread;
 } kw = { .rw = -1 };
 
-static long long kw_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* kw_reading -- whether process pid has path open read-only (not the
  * test's read-write end, which the child has until its exec) */
 static bool kw_reading(pid_t pid, const char *path)
@@ -2287,12 +2328,12 @@ static bool kw_first_entry(const char *path, char *out, size_t len)
 
 static void *kw_main(void *arg)
 {
-	long long end = kw_now_ms() + 8000;	/* within the start's 10 s */
+	long long end = now_ms() + 8000;	/* within the start's 10 s */
 	pid_t pid = -1;
 
 	(void)arg;
 	/* rd_load has the FIFO open and waits for more: let it see the end */
-	while (kw_now_ms() < end) {
+	while (now_ms() < end) {
 		pid = __atomic_load_n(&srv.pid, __ATOMIC_SEQ_CST);
 		if (pid > 0 && kw_reading(pid, kw.fifo))
 			break;
@@ -2302,10 +2343,10 @@ static void *kw_main(void *arg)
 	kw.rw = -1;
 	/* the replay re-creates the first object, then blocks in the append
 	 * of its redirect */
-	while (kw_now_ms() < end && !kw_first_entry(srv.export, kw.appeared, sizeof(kw.appeared)))
+	while (now_ms() < end && !kw_first_entry(srv.export, kw.appeared, sizeof(kw.appeared)))
 		usleep(1000);
-	long long blocked_by = kw_now_ms() + 3000;
-	while (kw.appeared[0] && kw_now_ms() < blocked_by && !(kw.blocked = kw_in_fifo_open(pid)))
+	long long blocked_by = now_ms() + 3000;
+	while (kw.appeared[0] && now_ms() < blocked_by && !(kw.blocked = kw_in_fifo_open(pid)))
 		usleep(1000);
 	if (pid > 0)
 		kw.killed = kill(pid, SIGKILL) == 0;
@@ -2471,6 +2512,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_small_log_never_drops, test_teardown),
 		cmocka_unit_test_teardown(test_held_log_makes_room, test_teardown),
+		cmocka_unit_test_teardown(test_append_never_waits_for_a_pad, test_teardown),
 		cmocka_unit_test_teardown(test_replay_never_rolls_back, test_teardown),
 		cmocka_unit_test_teardown(test_replay_restores_lost_writes, test_teardown),
 		cmocka_unit_test_teardown(test_creation_refused_an_attribute_is_logged, test_teardown),
