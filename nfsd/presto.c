@@ -2512,6 +2512,20 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 		P.state = "ERROR";
 		return rc;
 	}
+	/* a log formatted (presto-log) smaller than presto-nfsd would: its
+	 * records cannot hold a WRITE of wtmax bytes, which would be applied
+	 * and then not logged. Refused once recovery has emptied it. */
+	size_t need = NFSD_MAX_IO + 4096;
+	if (nvlog_max_payload(P.log) < need) {
+		log_warnx("NVRAM log %s is too small: a record holds at most %zu bytes, a WRITE of "
+			  "%u bytes needs %zu. Format it anew, 8 MiB or more (presto-log format "
+			  "--force PATH SIZE; it holds no live record now)",
+			  pc->nvram, nvlog_max_payload(P.log), (unsigned)NFSD_MAX_IO, need);
+		nvlog_close(P.log, true);
+		P.log = NULL;
+		P.state = "ERROR";
+		return -EINVAL;
+	}
 	/* this run's stamps: records carry the low 32 bits of the boot epoch */
 	P.stamp_epoch = (uint32_t)info.epoch;
 	P.held = pc->no_destage;

@@ -222,5 +222,19 @@ if [ "$server" != ganesha ]; then
 	done
 fi
 
+# ------------------------------------------------------------ a log too small
+# formatted by presto-log below what a 1 MiB WRITE's record needs: refused
+# with the reason (such a WRITE was applied, then not logged)
+if [ "$server" != ganesha ]; then
+	"$PRESTO_BIN/presto-log" format "$dir/small.nvram" 2M >/dev/null 2>&1
+	msg=$(timeout 20 "$PRESTO_BIN/presto-nfsd" --state-dir "$dir/state-s" \
+		--exports "$dir/exports" --bind 127.0.0.1 --nfs-port 0 --mount-port 0 \
+		--no-rpcbind --foreground --nvram "$dir/small.nvram" 2>&1 >/dev/null)
+	rc=$?
+	if [ $rc -ne 0 ] && echo "$msg" | grep -q "too small"; then
+		ok "a 2 MiB log is refused: too small for a 1 MiB WRITE"
+	else ko "a 2 MiB log is refused (status $rc: $msg)"; fi
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
