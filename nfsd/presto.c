@@ -844,8 +844,9 @@ static int sync_table(const struct xtab *x, dev_t *done, size_t *n, size_t max, 
 		__atomic_add_fetch(&P.syncing, 1, __ATOMIC_RELAXED);
 		if (syncfs(x->v[i].root_fd) < 0) {
 			rc = -errno;
-			log_warn("syncfs of %s %s", what, x->v[i].e->path);
 			wb_failure();
+			errno = -rc;
+			log_warn("syncfs of %s %s", what, x->v[i].e->path);
 		} else if (*n < max) {
 			done[(*n)++] = x->v[i].dev;
 		}
@@ -854,7 +855,22 @@ static int sync_table(const struct xtab *x, dev_t *done, size_t *n, size_t max, 
 	return rc;
 }
 
+/* One sync at a time: a writeback error is reported to one syncfs per
+ * descriptor, and a second sync running beside it must not pass the
+ * wb_failed check before the first has set it. */
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int presto_sync_all_locked(void);
+
 int presto_sync_all(void)
+{
+	pthread_mutex_lock(&sync_lock);
+	int rc = presto_sync_all_locked();
+	pthread_mutex_unlock(&sync_lock);
+	return rc;
+}
+
+static int presto_sync_all_locked(void)
 {
 	struct xtab *x = xtab_get();
 	struct xtab **old = NULL;
