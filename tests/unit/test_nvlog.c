@@ -486,15 +486,14 @@ static void test_torn_head(void **state)
 	}
 }
 
-/* a damaged pad is stepped over: the record after it is whole at offset 0 */
-static void test_damaged_pad(void **state)
+/* padded_log -- a closed log at p of 60 live records of 920 bytes (960 on
+ * media: 65536 % 960 leaves a pad) that wrapped once: the pad's offset in
+ * *pad, the LSN of the record at offset 0 after it in *at0 */
+static void padded_log(const char *p, uint64_t *pad, uint64_t *at0)
 {
-	(void)state;
-	char p[128];
-	tpath(p, sizeof(p), "pad");
 	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
 	struct nvlog *log = open_log(p);
-	uint8_t buf[920] = { 0 }; /* 960 bytes on media: 65536 % 960 leaves a pad */
+	uint8_t buf[920] = { 0 };
 	struct iovec iov = { buf, sizeof(buf) };
 	uint64_t lsn;
 	for (int i = 0; i < 90; i++) {
@@ -505,14 +504,26 @@ static void test_damaged_pad(void **state)
 	nvlog_close(log, true);
 	struct seen *s = records_of(p);
 	assert_int_equal(s->n, 60);
-	uint64_t pad = 0;
+	*pad = 0;
 	for (uint64_t i = 0; i + 1 < s->n; i++)
-		if (s->off[i + 1] < s->off[i])
-			pad = s->off[i] + NVLOG_REC_SIZE(s->len[i]);
+		if (s->off[i + 1] < s->off[i]) {
+			*pad = s->off[i] + NVLOG_REC_SIZE(s->len[i]);
+			*at0 = s->lsn[i + 1];
+		}
 	free(s);
-	assert_true(pad > 0 && pad + NVLOG_HDR_SIZE <= SMALL);
+	assert_true(*pad > 0 && *pad + NVLOG_HDR_SIZE <= SMALL);
+}
+
+/* a damaged pad is stepped over: the record after it is whole at offset 0 */
+static void test_damaged_pad(void **state)
+{
+	(void)state;
+	char p[128];
+	uint64_t pad, at0;
+	tpath(p, sizeof(p), "pad");
+	padded_log(p, &pad, &at0);
 	flip_byte(p, pad + 20);
-	log = open_log(p);
+	struct nvlog *log = open_log(p);
 	struct nvlog_info in;
 	nvlog_info(log, &in);
 	assert_int_equal(in.open_scan.records, 60);
@@ -532,29 +543,13 @@ static void test_damaged_pad_type(void **state)
 {
 	(void)state;
 	char p[128];
-	tpath(p, sizeof(p), "padtype");
-	assert_int_equal(nvlog_format(p, SMALL, NULL), 0);
-	struct nvlog *log = open_log(p);
-	uint8_t buf[920] = { 0 }; /* 960 bytes on media: 65536 % 960 leaves a pad */
+	uint64_t pad, last;
+	uint8_t buf[920] = { 0 };
 	struct iovec iov = { buf, sizeof(buf) };
-	uint64_t lsn, last = 0;
-	for (int i = 0; i < 90; i++) {
-		assert_int_equal(nvlog_append(log, 4, &iov, 1, &lsn), 0);
-		if (i == 40)
-			assert_int_equal(nvlog_trim(log, 30), 0);
-	}
-	nvlog_close(log, true);
-	struct seen *s = records_of(p);
-	uint64_t pad = 0;
-	for (uint64_t i = 0; i + 1 < s->n; i++)
-		if (s->off[i + 1] < s->off[i]) {
-			pad = s->off[i] + NVLOG_REC_SIZE(s->len[i]);
-			last = s->lsn[i + 1];	/* the record at offset 0 */
-		}
-	free(s);
-	assert_true(pad > 0 && last > 0);
+	tpath(p, sizeof(p), "padtype");
+	padded_log(p, &pad, &last);
 	flip_byte(p, pad + offsetof(struct nvlog_rec_hdr, type));
-	log = open_log(p);
+	struct nvlog *log = open_log(p);
 	struct nvlog_info in;
 	nvlog_info(log, &in);
 	assert_int_equal(in.open_scan.end, NVLOG_SCAN_CLEAN);
