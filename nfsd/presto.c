@@ -948,8 +948,11 @@ static void retired_settle(void)
 		return;
 	dev_t done[256];
 	size_t ndone = 0;
+	pthread_mutex_lock(&sync_lock);	/* as presto_sync_all: one sync at a time */
 	bool synced = sync_table(t, done, &ndone, sizeof(done) / sizeof(done[0]),
-				 "dropped export") == 0;
+				 "dropped export") == 0 &&
+		      !__atomic_load_n(&P.wb_failed, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&sync_lock);
 	if (synced) {
 		pthread_mutex_lock(&R.lock);
 		retired_drop_locked(t);
@@ -1373,8 +1376,13 @@ static bool destage_due(uint64_t *target)
 	if (P.flush_target >= s.tail_lsn && P.flush_target != 0)
 		return true;
 	uint64_t pct = s.area_bytes ? s.used_bytes * 100 / s.area_bytes : 0;
-	if (P.held)	/* held, but never drop work: a full log runs anyway */
-		return pct >= 90 || __atomic_load_n(&P.space_wanted, __ATOMIC_ACQUIRE) > 0;
+	/* a call that cannot get room is a full log, whatever the occupancy
+	 * (a 1 MiB WRITE claims twice its size: it can wait below the high
+	 * water mark), held or not: never drop work */
+	if (__atomic_load_n(&P.space_wanted, __ATOMIC_ACQUIRE) > 0)
+		return true;
+	if (P.held)
+		return pct >= 90;
 	return pct >= P.conf.high_water_pct || s.oldest_age_ns >= (uint64_t)P.conf.destage_age_ms * 1000000ull;
 }
 

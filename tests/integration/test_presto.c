@@ -214,6 +214,39 @@ static void test_held_log_makes_room(void **state)
 	it_rpc_close(rpc);
 }
 
+static void test_waiting_call_starts_a_destage(void **state)
+{
+	/* a 1 MiB WRITE claims twice its record: on an 8 MiB log with the
+	 * high-water mark at 90% it had to wait from about 72% full, and
+	 * nothing destaged before the oldest record was 5 s old: each such
+	 * WRITE waited 2 s and was answered JUKEBOX. A call waiting for room
+	 * starts a destage. */
+	static char big[1 << 20];
+	char conf[600];
+	struct it_fh f;
+
+	(void)state;
+	it_nvram_size = "8M";
+	start_logged(EXPORT_RW, NULL);
+	snprintf(conf, sizeof(conf), "--config=%s/hw.conf", srv.dir);
+	{
+		char path[520];
+		snprintf(path, sizeof(path), "%s/hw.conf", srv.dir);
+		assert_int_equal(it_write_file(path, "high_water_pct = 90\n", 20, 0644), 0);
+	}
+	it_presto_extra[0] = conf;
+	it_presto_extra[1] = NULL;
+	assert_int_equal(it_server_restart(&srv, SIGTERM), 0);
+	struct rpc_context *rpc = connect_create("big", &f);
+	memset(big, 'C', sizeof(big));
+	for (int i = 0; i < 24; i++) {
+		int st = it_write(rpc, &f, (uint64_t)i * sizeof(big), big, sizeof(big), FILE_SYNC, &r);
+		if (st != NFS3_OK)
+			fail_msg("1 MiB WRITE %d into an 8 MiB log (high water 90%%): %d", i, st);
+	}
+	it_rpc_close(rpc);
+}
+
 static void test_append_never_waits_for_a_pad(void **state)
 {
 	/* the claim on the log counted a record but not the pad that may go
@@ -2513,6 +2546,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_small_log_never_drops, test_teardown),
 		cmocka_unit_test_teardown(test_held_log_makes_room, test_teardown),
 		cmocka_unit_test_teardown(test_append_never_waits_for_a_pad, test_teardown),
+		cmocka_unit_test_teardown(test_waiting_call_starts_a_destage, test_teardown),
 		cmocka_unit_test_teardown(test_replay_never_rolls_back, test_teardown),
 		cmocka_unit_test_teardown(test_replay_restores_lost_writes, test_teardown),
 		cmocka_unit_test_teardown(test_creation_refused_an_attribute_is_logged, test_teardown),
