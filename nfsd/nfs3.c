@@ -583,7 +583,7 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 		goto wcc;
 	}
 	if (args->new_attributes.size.set_it && S_ISREG(o.st.st_mode))
-		presto_prestamp(&c->txn, o.fd, true);
+		presto_prestamp(&c->txn, o.fd, true, args->new_attributes.size.set_size3_u.size);
 	if ((res->status = become(c, &o)) != NFS3_OK)
 		goto wcc;
 	rc = apply_sattr(c, &o, &args->new_attributes, false);
@@ -1034,7 +1034,7 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 		if (sa->size.set_it && S_ISREG(n.st.st_mode) && c->txn.active) {
 			/* an existing file truncated by CREATE UNCHECKED */
 			vfs_become_root();
-			presto_prestamp(&c->txn, n.fd, true);
+			presto_prestamp(&c->txn, n.fd, true, sa->size.set_size3_u.size);
 			if (become(c, d) != NFS3_OK) {
 				st = NFS3ERR_PERM;
 				goto out;

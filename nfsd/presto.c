@@ -294,6 +294,31 @@ static bool stamp_covers(int dirfd, uint32_t epoch, uint64_t lsn)
 	return st.epoch > epoch;
 }
 
+/* A truncation's mark (trusted.presto.size): the stamp of the last record
+ * applied before it, and the size it set. */
+#define SIZE_XATTR "trusted.presto.size"
+struct size_mark {
+	struct stamp st;
+	uint64_t size;
+};
+
+/* size_mark_covers -- whether fd carries a truncation mark whose stamp covers
+ * record (epoch, lsn), as stamp_covers judges a stamp: that record was
+ * applied before a truncation to *size */
+static bool size_mark_covers(int fd, uint32_t epoch, uint64_t lsn, uint64_t *size)
+{
+	struct size_mark m;
+	char p[32];
+
+	vfs_proc_path(fd, p);
+	if (getxattr(p, SIZE_XATTR, &m, sizeof(m)) != (ssize_t)sizeof(m) ||
+	    memcmp(m.st.uuid, P.uuid, 16) != 0 || m.st.epoch >= P.open_epoch ||
+	    (m.st.epoch == epoch && m.st.lsn > P.open_head_lsn + STAMP_LSN_SLACK))
+		return false;	/* none, another log's, or one no run wrote */
+	*size = m.size;
+	return m.st.epoch == epoch ? m.st.lsn >= lsn : m.st.epoch > epoch;
+}
+
 void presto_stamp(struct presto_txn *t, int fd, struct fdcache_ref *ref, const struct stat *st)
 {
 	if (!(S_ISDIR(st->st_mode) || S_ISREG(st->st_mode)))
@@ -336,7 +361,7 @@ static void stamp_obj(struct presto_txn *t, unsigned i)
 		stamp_set(fdcache_fd(ref), true, P.stamp_epoch, t->lsn);
 }
 
-void presto_prestamp(struct presto_txn *t, int fd, bool o_path)
+void presto_prestamp(struct presto_txn *t, int fd, bool o_path, uint64_t size)
 {
 	uint64_t used, area, head;
 	unsigned waiters;
@@ -344,8 +369,24 @@ void presto_prestamp(struct presto_txn *t, int fd, bool o_path)
 	if (!t->active)
 		return;
 	nvlog_space(P.log, &used, &area, &head, &waiters);
-	if (head)
-		stamp_set(fd, o_path, P.stamp_epoch, head);
+	if (!head)
+		return;
+	stamp_set(fd, o_path, P.stamp_epoch, head);
+	/* the size: before the truncation too (the journal keeps the two in
+	 * this order), so a truncation on disk always has its mark */
+	struct size_mark m;
+	char p[32];
+	memcpy(m.st.uuid, P.uuid, 16);
+	m.st.lsn = head;
+	m.st.epoch = P.stamp_epoch;
+	m.st.zero = 0;
+	m.size = size;
+	vfs_proc_path(fd, p);
+	if (setxattr(p, SIZE_XATTR, &m, sizeof(m), 0) < 0 && errno != ENOTSUP) {
+		static long tok;
+		if (log_ratelimited(&tok))
+			log_warn("marking a truncation with LSN %llu", (unsigned long long)head);
+	}
 }
 
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name)
@@ -1935,6 +1976,29 @@ static int replay_attr(int fd, const plog_attr *a, bool is_link)
 	return 0;
 }
 
+/* replay_retruncate -- after a reboot (file stamps untrusted), once record
+ * rc->lsn of regular file fd is applied: if the file carries the mark of a
+ * truncation made after that record, truncate it again, so that the older
+ * records replayed over a truncation on disk (applied, maybe never logged:
+ * in flight at the power cut) do not come out mixed with it. Records after
+ * the truncation are all still in the log (trims go in order), and are
+ * replayed after. */
+static int replay_retruncate(struct replay_ctx *rc, int fd)
+{
+	uint64_t size;
+	struct stat st;
+	char p[32];
+
+	if (P.trust_file_stamps || !size_mark_covers(fd, rc->epoch, rc->lsn, &size))
+		return 0;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size == size || size > (uint64_t)LLONG_MAX)
+		return 0;
+	vfs_proc_path(fd, p);
+	return truncate(p, (off_t)size) < 0 ? -errno : 0;
+}
+
 static int replay_write(struct replay_ctx *rc, const plog_write *w)
 {
 	int fd = resolve(rc, &w->file, 0, NULL);
@@ -1971,9 +2035,11 @@ static int replay_write(struct replay_ctx *rc, const plog_write *w)
 		if (rfd >= 0)
 			close(rfd);
 		if (same) {
-			replay_stamp(rc, fd);
+			int e = replay_retruncate(rc, fd);
+			if (e == 0)
+				replay_stamp(rc, fd);
 			close(fd);
-			return 0;
+			return e;
 		}
 	}
 	int wfd = open(p, O_WRONLY | O_NONBLOCK | O_CLOEXEC);	/* a regular file (above) */
@@ -1982,6 +2048,8 @@ static int replay_write(struct replay_ctx *rc, const plog_write *w)
 		return -errno;
 	ssize_t n = pwrite(wfd, w->data.data_val, w->data.data_len, (off_t)w->offset);
 	int e = n < 0 ? -errno : (size_t)n != w->data.data_len ? -EIO : 0;
+	if (e == 0)
+		e = replay_retruncate(rc, wfd);
 	if (e == 0)
 		replay_stamp(rc, wfd);
 	close(wfd);
@@ -2000,6 +2068,8 @@ static int replay_setattr(struct replay_ctx *rc, const plog_setattr *s)
 		return 0;
 	}
 	int e = fstat(fd, &st) < 0 ? -errno : replay_attr(fd, &s->attr, S_ISLNK(st.st_mode));
+	if (e == 0 && S_ISREG(st.st_mode))
+		e = replay_retruncate(rc, fd);
 	if (e == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
 		replay_stamp(rc, fd);
 	close(fd);

@@ -157,10 +157,13 @@ void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct f
 struct stat;
 struct fdcache_ref;
 void presto_stamp(struct presto_txn *t, int fd, struct fdcache_ref *ref, const struct stat *st);
-/* presto_prestamp -- before a change that older records must not be replayed
- * over (a truncation): stamp regular file fd with the last LSN appended. The
- * caller holds its stripe, so every record of it up to there is applied. */
-void presto_prestamp(struct presto_txn *t, int fd, bool o_path);
+/* presto_prestamp -- before a truncation of regular file fd to size, which
+ * older records must not be replayed over: stamp it with the last LSN
+ * appended, and mark it (trusted.presto.size) with that LSN and the size, so
+ * that a replay after a reboot, which trusts no file stamp, truncates it
+ * again after those records. The caller holds its stripe, so every record of
+ * it up to there is applied. */
+void presto_prestamp(struct presto_txn *t, int fd, bool o_path, uint64_t size);
 /* presto_name -- a NUL-terminated copy of name in t's name slot. */
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name);
 /* presto_commit -- append t's record, with the reply when a DRC key is

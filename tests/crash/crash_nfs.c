@@ -2306,7 +2306,7 @@ static struct worker W[CR_WORKERS_MAX];
 
 static struct stats {
 	long acked, maybes, maybe_applied, kills, startup_kills, replays_always, jukebox, handles,
-		dead_handles, cycles, stops, fileid_changed, partial_writes, reboots_skipped;
+		dead_handles, cycles, stops, fileid_changed, partial_writes;
 	long long ready_ms_max, ready_ms_sum, check_ms_max, check_ms_sum;
 	long readies, checks;
 	long by_kind[OP_NKINDS];
@@ -2491,16 +2491,6 @@ static void run_workload(long long deadline_ms, long long hook_ms, void (*hook)(
 	}
 	if (hook)
 		hook();		/* its moment fell after the last reply */
-}
-
-/* truncation_in_flight -- whether a SETATTR of a size was in flight at the
- * kill (a "maybe" now) */
-static int truncation_in_flight(void)
-{
-	for (int w = 0; w < cfg.workers; w++)
-		if (W[w].maybe && W[w].maybe_op.kind == OP_SETSIZE)
-			return 1;
-	return 0;
 }
 
 /* workers_crashed -- the server is dead: every op in flight is a "maybe" */
@@ -3461,10 +3451,9 @@ static void print_stats(const char *mode, long long t0)
 
 	for (int k = 0; k < OP_NKINDS; k++)
 		snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds), " %s=%ld", op_name[k], ST.by_kind[k]);
-	info("%s: %.1f s, %ld cycles, %ld kills (%ld during start-up), %ld clean stops, %ld restarts with --replay=always, %ld fake reboots "
-	     "(%ld left out: a truncation in flight)",
+	info("%s: %.1f s, %ld cycles, %ld kills (%ld during start-up), %ld clean stops, %ld restarts with --replay=always, %ld fake reboots",
 	     mode, (now_ms() - t0) / 1000.0, ST.cycles, ST.kills, ST.startup_kills, ST.stops, ST.replays_always,
-	     fake_reboots, ST.reboots_skipped);
+	     fake_reboots);
 	info("%s: %ld acknowledged ops (%s), %ld in flight at a kill (%ld found applied, %ld of them writes applied in part), %ld JUKEBOX replies",
 	     mode, ST.acked, kinds + 1, ST.maybes, ST.maybe_applied, ST.partial_writes, ST.jukebox);
 	info("%s: %ld held-handle checks, %ld removed-object handle checks, %ld LOOKUPs gave a different fileid than the held handle",
@@ -3503,16 +3492,6 @@ static int mode_kill(void)
 			ST.stops++;
 		} else {
 			crash_kill();
-		}
-		if (reboot && truncation_in_flight()) {
-			/* Known gap (docs/ARCHITECTURE.md, "Regular files carry the
-			 * same stamp"): a truncation applied but never logged, then
-			 * the older WRITEs replayed over it after a reboot, comes out
-			 * mixed. A real reboot keeps such a truncation only if the
-			 * journal committed it in the microseconds between its apply
-			 * and its append; this fake reboot would keep it always. */
-			reboot = 0;
-			ST.reboots_skipped++;
 		}
 		if (reboot)
 			fake_reboot();

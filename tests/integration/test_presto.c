@@ -1058,6 +1058,49 @@ static void set_root_stamp_losing_e1(struct it_server *s, const struct test_stam
 	assert_int_equal(unlink(it_path(s, "e1")), 0);
 }
 
+/* a truncation to 4096 applied but never logged (in flight at a power cut
+ * that kept it: the journal committed it), as the server marks it, and a
+ * start after a reboot: the older WRITEs replayed over it must not bring
+ * back the bytes it cut */
+static void truncation_kept_by_reboot(struct it_server *s)
+{
+	struct test_stamp st;
+	struct {
+		struct test_stamp st;
+		uint64_t size;
+	} m;
+	char path[512];
+
+	root_stamp(s, &st);	/* the CREATE's: uuid, epoch, and an LSN below the WRITEs' */
+	m.st = st;
+	m.st.lsn = st.lsn + 10;	/* covers both WRITEs */
+	m.size = 4096;
+	assert_int_equal(truncate(it_path(s, "cut"), 4096), 0);
+	assert_int_equal(setxattr(it_path(s, "cut"), "trusted.presto.size", &m, sizeof(m), 0), 0);
+	snprintf(path, sizeof(path), "%s/state/replay-pending", s->dir);
+	assert_int_equal(it_write_file(path, "untrusted\n", 10, 0600), 0);
+}
+
+static void test_truncation_in_flight_survives_reboot_replay(void **state)
+{
+	static char x[8192];
+	struct it_fh f;
+	struct stat st;
+
+	(void)state;
+	start_logged(EXPORT_RW, no_destage);
+	struct rpc_context *rpc = connect_create("cut", &f);
+	memset(x, 'X', sizeof(x));
+	assert_int_equal(it_write(rpc, &f, 0, x, sizeof(x), FILE_SYNC, &r), NFS3_OK);
+	assert_int_equal(it_write(rpc, &f, 8192, x, sizeof(x), FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(rpc);
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, truncation_kept_by_reboot), 0);
+	assert_int_equal(stat(it_path(&srv, "cut"), &st), 0);
+	if (st.st_size != 4096)
+		fail_msg("after the replay the truncated file has %lld bytes, not 4096 (the older "
+			 "WRITEs replayed over the truncation)", (long long)st.st_size);
+}
+
 /* a stamp left by a record that never became durable: its LSN may be
  * reused by the next run, so it carries the epoch of its run */
 static void stamp_from_lost_run(struct it_server *s)
@@ -2561,6 +2604,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_unfinished_replay_resumes, test_teardown),
 		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
 		cmocka_unit_test_teardown(test_garbled_stamp_covers_nothing, test_teardown),
+		cmocka_unit_test_teardown(test_truncation_in_flight_survives_reboot_replay, test_teardown),
 		cmocka_unit_test_teardown(test_retry_of_replay_after_reboot_trusts_no_file_stamp,
 					  test_teardown),
 		cmocka_unit_test_teardown(test_replay_after_reboot_keeps_directory_stamps, test_teardown),
