@@ -549,7 +549,7 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 	struct obj o = OBJ_INIT;
 	struct stat before;
 	unsigned stripe;
-	bool held = false;
+	bool held = false, marked = false;
 	int rc;
 
 	res->status = obj_get(c, &args->object, &o);
@@ -582,8 +582,10 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 		res->status = NFS3ERR_NOT_SYNC;
 		goto wcc;
 	}
-	if (args->new_attributes.size.set_it && S_ISREG(o.st.st_mode))
+	if (args->new_attributes.size.set_it && S_ISREG(o.st.st_mode)) {
 		presto_prestamp(&c->txn, o.fd, true, args->new_attributes.size.set_size3_u.size);
+		marked = true;
+	}
 	if ((res->status = become(c, &o)) != NFS3_OK)
 		goto wcc;
 	rc = apply_sattr(c, &o, &args->new_attributes, false);
@@ -621,6 +623,8 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 			res->status = NFS3ERR_IO;
 	}
 wcc:
+	if (marked)
+		presto_size_settle(&c->txn, o.fd, args->new_attributes.size.set_size3_u.size);
 	/* SETATTR3resok and SETATTR3resfail are both just obj_wcc */
 	vfs_wcc(wcc, &before, o.fd, obj_fsid(&o));
 	if (held)
@@ -1036,13 +1040,21 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 			vfs_become_root();
 			presto_prestamp(&c->txn, n.fd, true, sa->size.set_size3_u.size);
 			if (become(c, d) != NFS3_OK) {
+				presto_size_settle(&c->txn, n.fd, sa->size.set_size3_u.size);
 				st = NFS3ERR_PERM;
 				goto out;
 			}
+			int rc = apply_sattr(c, &n, sa, skip_mode);
+			if (rc < 0)
+				refused = vfs_nfserr(rc);
+			presto_size_settle(&c->txn, n.fd, sa->size.set_size3_u.size);
+			if ((st = become(c, d)) != NFS3_OK)
+				goto out;
+		} else {
+			int rc = apply_sattr(c, &n, sa, skip_mode);
+			if (rc < 0)
+				refused = vfs_nfserr(rc);
 		}
-		int rc = apply_sattr(c, &n, sa, skip_mode);
-		if (rc < 0)
-			refused = vfs_nfserr(rc);
 	}
 	/* one handle and one stat of the new object serve the reply and the
 	 * log record */

@@ -389,6 +389,24 @@ void presto_prestamp(struct presto_txn *t, int fd, bool o_path, uint64_t size)
 	}
 }
 
+void presto_size_settle(struct presto_txn *t, int fd, uint64_t size)
+{
+	struct stat st;
+	char p[32];
+
+	if (!t->active)
+		return;
+	vfs_become_root();
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == size)
+		return;		/* made (or the size it had): the mark holds */
+	vfs_proc_path(fd, p);
+	if (removexattr(p, SIZE_XATTR) < 0 && errno != ENODATA && errno != ENOTSUP) {
+		static long tok;
+		if (log_ratelimited(&tok))
+			log_warn("removing the mark of a truncation that was refused");
+	}
+}
+
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name)
 {
 	/* a copy, cut to the slot (snprintf "%s" showed in profiles) */
@@ -1996,7 +2014,18 @@ static int replay_retruncate(struct replay_ctx *rc, int fd)
 	if ((uint64_t)st.st_size == size || size > (uint64_t)LLONG_MAX)
 		return 0;
 	vfs_proc_path(fd, p);
-	return truncate(p, (off_t)size) < 0 ? -errno : 0;
+	if (truncate(p, (off_t)size) == 0)
+		return 0;
+	if (errno == EFBIG || errno == EINVAL) {
+		/* a size no truncation can have made (a mark left by a server
+		 * before presto_size_settle): not a failed record */
+		static long tok;
+		if (log_ratelimited(&tok))
+			log_warn("replay of LSN %llu: a truncation mark of %llu bytes ignored",
+				 (unsigned long long)rc->lsn, (unsigned long long)size);
+		return 0;
+	}
+	return -errno;
 }
 
 static int replay_write(struct replay_ctx *rc, const plog_write *w)

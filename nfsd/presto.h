@@ -164,6 +164,11 @@ void presto_stamp(struct presto_txn *t, int fd, struct fdcache_ref *ref, const s
  * again after those records. The caller holds its stripe, so every record of
  * it up to there is applied. */
 void presto_prestamp(struct presto_txn *t, int fd, bool o_path, uint64_t size);
+/* presto_size_settle -- after the truncation presto_prestamp marked, made
+ * or not (still under the stripe): a file that did not take the size loses
+ * the mark, or a replay after a reboot would make the refused truncation.
+ * Leaves the thread as root. */
+void presto_size_settle(struct presto_txn *t, int fd, uint64_t size);
 /* presto_name -- a NUL-terminated copy of name in t's name slot. */
 char *presto_name(struct presto_txn *t, unsigned slot, const char *name);
 /* presto_commit -- append t's record, with the reply when a DRC key is

@@ -186,6 +186,7 @@ static void start_logged(const char *clients, void (*flags)(void))
 static struct rpc_context *connect_create(const char *name, struct it_fh *f);
 static void control(const char *req, char *buf, size_t cap);
 static bool log_says(const struct it_server *s, const char *what);
+static void pending_after_reboot(struct it_server *s);
 
 static void test_held_log_makes_room(void **state)
 {
@@ -1099,6 +1100,54 @@ static void test_truncation_in_flight_survives_reboot_replay(void **state)
 	if (st.st_size != 4096)
 		fail_msg("after the replay the truncated file has %lld bytes, not 4096 (the older "
 			 "WRITEs replayed over the truncation)", (long long)st.st_size);
+}
+
+/* expect_x8192 -- name holds exactly the 8192 'X' bytes written to it */
+static void expect_x8192(const char *name, const char *why)
+{
+	size_t len;
+	char *p = it_read_file(it_path(&srv, name), &len);
+
+	assert_non_null(p);
+	size_t xs = 0;
+	for (size_t i = 0; i < len; i++)
+		xs += p[i] == 'X';
+	free(p);
+	if (len != 8192 || xs != 8192)
+		fail_msg("%s: %zu bytes, %zu of them 'X': %s", name, len, xs, why);
+}
+
+static void test_refused_truncation_leaves_no_mark(void **state)
+{
+	/* a truncation refused (EACCES as uid 1000, EFBIG past the
+	 * filesystem's limit) kept the mark made before it: a replay after a
+	 * reboot then cut the file's acknowledged data, or failed and kept
+	 * the server from starting */
+	static char x[8192];
+	struct it_fh f, g;
+
+	(void)state;
+	start_logged(EXPORT_RW, no_destage);
+	struct rpc_context *rpc = connect_create("denied", &f);
+	memset(x, 'X', sizeof(x));
+	assert_int_equal(it_write(rpc, &f, 0, x, sizeof(x), FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(rpc);
+	rpc = connect_create("big", &g);
+	assert_int_equal(it_write(rpc, &g, 0, x, sizeof(x), FILE_SYNC, &r), NFS3_OK);
+	SETATTR3args a;
+	memset(&a, 0, sizeof(a));
+	a.object = it_fh3(&g);
+	a.new_attributes.size.set_it = TRUE;
+	a.new_attributes.size.set_size3_u.size = 1ull << 60;
+	assert_int_equal(it_nfs3(rpc, NFS3_SETATTR, &a, &r), NFS3ERR_FBIG);
+	it_rpc_close(rpc);
+	struct nfs_context *nfs = it_nfs_mount(&srv, NULL, 1000, 1000, NULL);
+	assert_non_null(nfs);
+	assert_true(nfs_truncate(nfs, "/denied", 0) < 0);
+	nfs_destroy_context(nfs);
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, pending_after_reboot), 0);
+	expect_x8192("denied", "cut by the replay of a truncation refused with EACCES");
+	expect_x8192("big", "changed by the replay of a truncation refused with EFBIG");
 }
 
 /* a stamp left by a record that never became durable: its LSN may be
@@ -2605,6 +2654,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_stamp_of_earlier_run_covers_nothing_later, test_teardown),
 		cmocka_unit_test_teardown(test_garbled_stamp_covers_nothing, test_teardown),
 		cmocka_unit_test_teardown(test_truncation_in_flight_survives_reboot_replay, test_teardown),
+		cmocka_unit_test_teardown(test_refused_truncation_leaves_no_mark, test_teardown),
 		cmocka_unit_test_teardown(test_retry_of_replay_after_reboot_trusts_no_file_stamp,
 					  test_teardown),
 		cmocka_unit_test_teardown(test_replay_after_reboot_keeps_directory_stamps, test_teardown),
