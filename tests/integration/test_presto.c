@@ -1070,7 +1070,6 @@ static void truncation_kept_by_reboot(struct it_server *s)
 		struct test_stamp st;
 		uint64_t size;
 	} m;
-	char path[512];
 
 	root_stamp(s, &st);	/* the CREATE's: uuid, epoch, and an LSN below the WRITEs' */
 	m.st = st;
@@ -1078,8 +1077,7 @@ static void truncation_kept_by_reboot(struct it_server *s)
 	m.size = 4096;
 	assert_int_equal(truncate(it_path(s, "cut"), 4096), 0);
 	assert_int_equal(setxattr(it_path(s, "cut"), "trusted.presto.size", &m, sizeof(m), 0), 0);
-	snprintf(path, sizeof(path), "%s/state/replay-pending", s->dir);
-	assert_int_equal(it_write_file(path, "untrusted\n", 10, 0600), 0);
+	pending_after_reboot(s);
 }
 
 static void test_truncation_in_flight_survives_reboot_replay(void **state)
