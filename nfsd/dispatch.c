@@ -31,16 +31,6 @@
 #define REPLY_MAX (NFSD_MAX_IO + 64 * 1024)
 
 
-const char *addr_to_string(const struct sockaddr *sa, char *buf, size_t len)
-{
-	if (sa->sa_family == AF_INET)
-		return inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len);
-	if (sa->sa_family == AF_INET6)
-		return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
-	snprintf(buf, len, "?");
-	return buf;
-}
-
 /* send_msg -- encode msg into a new record and reply with it. Returns the
  * record (for the DRC) through rec/len when asked, else frees it after the
  * transport took its copy. */

@@ -1035,25 +1035,24 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 	 * stat above is the object's attributes already */
 	bool changed = sa && sattr_any(&n, sa, skip_mode);
 	if (changed) {
-		if (sa->size.set_it && S_ISREG(n.st.st_mode) && c->txn.active) {
-			/* an existing file truncated by CREATE UNCHECKED */
+		/* an existing file truncated by CREATE UNCHECKED */
+		bool marked = sa->size.set_it && S_ISREG(n.st.st_mode) && c->txn.active;
+		if (marked) {
 			vfs_become_root();
 			presto_prestamp(&c->txn, n.fd, true, sa->size.set_size3_u.size);
-			if (become(c, d) != NFS3_OK) {
-				presto_size_settle(&c->txn, n.fd, sa->size.set_size3_u.size);
-				st = NFS3ERR_PERM;
-				goto out;
-			}
+			st = become(c, d);
+		}
+		if (st == NFS3_OK) {
 			int rc = apply_sattr(c, &n, sa, skip_mode);
 			if (rc < 0)
 				refused = vfs_nfserr(rc);
+		}
+		if (marked) {
 			presto_size_settle(&c->txn, n.fd, sa->size.set_size3_u.size);
-			if ((st = become(c, d)) != NFS3_OK)
+			if (st == NFS3_OK)
+				st = become(c, d);	/* settle left it root */
+			if (st != NFS3_OK)
 				goto out;
-		} else {
-			int rc = apply_sattr(c, &n, sa, skip_mode);
-			if (rc < 0)
-				refused = vfs_nfserr(rc);
 		}
 	}
 	/* one handle and one stat of the new object serve the reply and the

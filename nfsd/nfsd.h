@@ -90,7 +90,5 @@ void dispatch(struct rpc_req *req);
  * defer themselves to a worker when they would wait (see dispatch.c). */
 bool dispatch_inline_ok(const struct rpc_req *req);
 
-/* addr_to_string -- numeric text of a socket address (no port). */
-const char *addr_to_string(const struct sockaddr *sa, char *buf, size_t len);
 
 #endif

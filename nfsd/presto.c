@@ -268,6 +268,30 @@ static void stamp_set(int dirfd, bool o_path, uint32_t epoch, uint64_t lsn)
  * lsn). A stamp is input too: one no run could have written (an epoch from
  * this open on, an LSN far past the log's last) is garbled, and is taken
  * for no stamp rather than for one that covers every record. */
+/* stamp_value_covers -- whether stamp st (v1: 24 bytes, no epoch), read
+ * from attribute name, covers record (epoch, lsn); one of another log, or
+ * one no run could have written, covers nothing */
+static bool stamp_value_covers(const struct stamp *st, bool v1, const char *name, uint32_t epoch,
+			       uint64_t lsn)
+{
+	if (memcmp(st->uuid, P.uuid, 16) != 0)
+		return false;
+	if ((!v1 && st->epoch >= P.open_epoch) ||
+	    ((v1 || st->epoch == epoch) && st->lsn > P.open_head_lsn + STAMP_LSN_SLACK)) {
+		static long tok;
+		if (log_ratelimited(&tok))
+			log_warnx("%s: a stamp no run could have written (epoch %u, LSN %llu; this "
+				  "open's epoch is %u, the log's last LSN %llu): ignored",
+				  name, v1 ? 0 : st->epoch,
+				  (unsigned long long)st->lsn, P.open_epoch,
+				  (unsigned long long)P.open_head_lsn);
+		return false;
+	}
+	if (v1 || st->epoch == epoch)
+		return st->lsn >= lsn;
+	return st->epoch > epoch;
+}
+
 static bool stamp_covers(int dirfd, uint32_t epoch, uint64_t lsn)
 {
 	struct stamp st;
@@ -275,23 +299,9 @@ static bool stamp_covers(int dirfd, uint32_t epoch, uint64_t lsn)
 
 	vfs_proc_path(dirfd, p);
 	ssize_t n = getxattr(p, STAMP_XATTR, &st, sizeof(st));
-	if ((n != (ssize_t)sizeof(st) && n != STAMP_V1_SIZE) || memcmp(st.uuid, P.uuid, 16) != 0)
+	if (n != (ssize_t)sizeof(st) && n != STAMP_V1_SIZE)
 		return false;
-	bool v1 = n == STAMP_V1_SIZE;
-	if ((!v1 && st.epoch >= P.open_epoch) ||
-	    ((v1 || st.epoch == epoch) && st.lsn > P.open_head_lsn + STAMP_LSN_SLACK)) {
-		static long tok;
-		if (log_ratelimited(&tok))
-			log_warnx("%s: a stamp no run could have written (epoch %u, LSN %llu; this "
-				  "open's epoch is %u, the log's last LSN %llu): ignored",
-				  STAMP_XATTR, v1 ? 0 : st.epoch,
-				  (unsigned long long)st.lsn, P.open_epoch,
-				  (unsigned long long)P.open_head_lsn);
-		return false;
-	}
-	if (v1 || st.epoch == epoch)
-		return st.lsn >= lsn;
-	return st.epoch > epoch;
+	return stamp_value_covers(&st, n == STAMP_V1_SIZE, STAMP_XATTR, epoch, lsn);
 }
 
 /* A truncation's mark (trusted.presto.size): the stamp of the last record
@@ -311,12 +321,10 @@ static bool size_mark_covers(int fd, uint32_t epoch, uint64_t lsn, uint64_t *siz
 	char p[32];
 
 	vfs_proc_path(fd, p);
-	if (getxattr(p, SIZE_XATTR, &m, sizeof(m)) != (ssize_t)sizeof(m) ||
-	    memcmp(m.st.uuid, P.uuid, 16) != 0 || m.st.epoch >= P.open_epoch ||
-	    (m.st.epoch == epoch && m.st.lsn > P.open_head_lsn + STAMP_LSN_SLACK))
-		return false;	/* none, another log's, or one no run wrote */
+	if (getxattr(p, SIZE_XATTR, &m, sizeof(m)) != (ssize_t)sizeof(m))
+		return false;
 	*size = m.size;
-	return m.st.epoch == epoch ? m.st.lsn >= lsn : m.st.epoch > epoch;
+	return stamp_value_covers(&m.st, false, SIZE_XATTR, epoch, lsn);
 }
 
 void presto_stamp(struct presto_txn *t, int fd, struct fdcache_ref *ref, const struct stat *st)

@@ -609,14 +609,13 @@ void rpc_close_conn(struct rpc_req *req)
 	req_finish(req);
 }
 
-/* conn_peer -- c's client address, numeric, in buf */
-static const char *conn_peer(const struct rpc_conn *c, char *buf, size_t len)
+const char *addr_to_string(const struct sockaddr *sa, char *buf, size_t len)
 {
+	if (sa->sa_family == AF_INET)
+		return inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)len);
+	if (sa->sa_family == AF_INET6)
+		return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)len);
 	snprintf(buf, len, "?");
-	if (c->peer.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)&c->peer)->sin_addr, buf, (socklen_t)len);
-	else if (c->peer.ss_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&c->peer)->sin6_addr, buf, (socklen_t)len);
 	return buf;
 }
 
@@ -659,7 +658,7 @@ static bool conn_evict(const char *why)
 	char a[INET6_ADDRSTRLEN];
 	if (log_ratelimited(&tok))
 		log_warnx("%s (%d connections): closing the idle connection from %s", why,
-			  __atomic_load_n(&R.nconns, __ATOMIC_RELAXED), conn_peer(victim, a, sizeof(a)));
+			  __atomic_load_n(&R.nconns, __ATOMIC_RELAXED), addr_to_string((const struct sockaddr *)&victim->peer, a, sizeof(a)));
 	pthread_mutex_lock(&victim->lock);
 	conn_close_locked(victim);
 	pthread_mutex_unlock(&victim->lock);
@@ -744,14 +743,10 @@ static void do_accept(struct ep_item *l)
 		if (R.max_conns && (unsigned)__atomic_load_n(&R.nconns, __ATOMIC_RELAXED) >= R.max_conns &&
 		    !conn_evict("connection limit")) {
 			static long tok;
-			char a[INET6_ADDRSTRLEN] = "?";
-			if (ss.ss_family == AF_INET)
-				inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a, sizeof(a));
-			else if (ss.ss_family == AF_INET6)
-				inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, a, sizeof(a));
+			char a[INET6_ADDRSTRLEN];
 			if (log_ratelimited(&tok))
 				log_warnx("connection limit (%u), none idle: refusing a connection from %s",
-					  R.max_conns, a);
+					  R.max_conns, addr_to_string((const struct sockaddr *)&ss, a, sizeof(a)));
 			close(fd);
 			continue;
 		}
@@ -933,7 +928,7 @@ static void conn_readable(struct rpc_conn *c)
 				char a[INET6_ADDRSTRLEN];
 				if (log_ratelimited(&tok))
 					log_warnx("closing connection from %s: bad record mark or record over %d bytes",
-						  conn_peer(c, a, sizeof(a)), RPC_MAX_RECORD);
+						  addr_to_string((const struct sockaddr *)&c->peer, a, sizeof(a)), RPC_MAX_RECORD);
 				goto close;
 			}
 			if ((size_t)n < sizeof(R.stage) || c->held_len)
@@ -1080,10 +1075,10 @@ static void conn_sweep(uint64_t now)
 					static long tok;
 					if (log_ratelimited(&tok))
 						log_warnx("closing connection from %s: no byte of its record for %llu s",
-							  conn_peer(c, a, sizeof(a)),
+							  addr_to_string((const struct sockaddr *)&c->peer, a, sizeof(a)),
 							  (unsigned long long)(limit / 1000000000ull));
 				} else {
-					log_debug("closing connection from %s: idle for %llu s", conn_peer(c, a, sizeof(a)),
+					log_debug("closing connection from %s: idle for %llu s", addr_to_string((const struct sockaddr *)&c->peer, a, sizeof(a)),
 						  (unsigned long long)(limit / 1000000000ull));
 				}
 				conn_close_locked(c);

@@ -116,4 +116,9 @@ void rpc_defer(struct rpc_req *req);
 /* rpc_now_ns -- CLOCK_MONOTONIC in nanoseconds. */
 uint64_t rpc_now_ns(void);
 
+/* addr_to_string -- numeric text of a socket address (no port); "?" for
+ * another family. */
+struct sockaddr;
+const char *addr_to_string(const struct sockaddr *sa, char *buf, size_t len);
+
 #endif
