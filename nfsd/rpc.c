@@ -127,7 +127,8 @@ static struct {
 	struct ep_item listeners[RPC_MAX_LISTENERS];
 	unsigned nlisteners;
 	rpc_dispatch_fn dispatch;
-	bool draining;			/* rpc_run stops: calls in flight finish (loop thread) */
+	bool draining;			/* atomic: rpc_run stops; calls in flight finish,
+					 * no input is read */
 	bool (*inline_ok)(const struct rpc_req *req);
 	pthread_t *threads;
 	unsigned nthreads;
@@ -366,6 +367,7 @@ static void conn_update_events(struct rpc_conn *c)
 	if (c->closed)
 		return;
 	if (!c->throttled && !c->close_after && !c->read_eof && !c->held_len &&
+	    !__atomic_load_n(&R.draining, __ATOMIC_ACQUIRE) &&
 	    __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) < RPC_MAX_QUEUED)
 		want |= EPOLLIN;
 	if (c->out_head)
@@ -972,7 +974,8 @@ close:
  * on now */
 static bool conn_resume_due(struct rpc_conn *c)
 {
-	return !c->closed && c->held_len && !R.draining && !conn_paused_locked(c);
+	return !c->closed && c->held_len && !__atomic_load_n(&R.draining, __ATOMIC_ACQUIRE) &&
+	       !conn_paused_locked(c);
 }
 
 /* conn_resume -- consume the input held by conn_hold (loop thread, lock not
@@ -1209,7 +1212,8 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 		close(R.listeners[i].fd);
 	}
 	R.nlisteners = 0;
-	R.draining = true;	/* no held input resumes: no new calls */
+	/* no held input resumes, no input is read: no new calls */
+	__atomic_store_n(&R.draining, true, __ATOMIC_RELEASE);
 	uint64_t deadline = rpc_now_ns() + (uint64_t)drain_ms * 1000000ull;
 	while (__atomic_load_n(&R.pending, __ATOMIC_ACQUIRE) > 0 && rpc_now_ns() < deadline) {
 		int n = epoll_wait(R.epfd, evs, 64, 10);
@@ -1225,6 +1229,13 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 			}
 			if (evs[i].events & EPOLLOUT) {
 				conn_writable(c);
+			} else if (evs[i].events & EPOLLIN) {
+				/* a client that goes on sending: no longer
+				 * watched for input (level-triggered, it would
+				 * spin the loop until the deadline) */
+				pthread_mutex_lock(&c->lock);
+				conn_update_events(c);
+				pthread_mutex_unlock(&c->lock);
 			} else if (evs[i].events & (EPOLLERR | EPOLLHUP)) {
 				/* nothing can go out; it would come back at
 				 * once (level-triggered) until the deadline */
