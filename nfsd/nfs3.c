@@ -212,6 +212,23 @@ static nfsstat3 log_begin(struct call *c, const struct obj *o, const struct stat
 	return NFS3_OK;
 }
 
+static bool same_inode(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev;
+}
+
+/* relock -- a name looked up before log_begin now names another object,
+ * whose stripe is not held and cannot be taken now (lock order). Nothing is
+ * changed yet: unlock, and the caller starts again (on the loop thread, a
+ * worker does; a worker tries 3 times, then the client retries later). */
+static nfsstat3 relock(struct call *c, int *tries)
+{
+	presto_commit(&c->txn, NULL, NULL, 0);	/* no record: unlocks */
+	if (c->on_loop)
+		return call_defer(c);
+	return ++*tries < 3 ? NFS3_OK : NFS3ERR_JUKEBOX;
+}
+
 static void log_obj(struct call *c, unsigned slot, plog_obj *dst, const struct obj *o)
 {
 	dst->export_id = o->xe->e->id;
@@ -1186,24 +1203,16 @@ again:
 				res->status = NFS3ERR_EXIST;
 				goto fail;
 			}
-			if (may_truncate && c->txn.active &&
-			    (st.st_ino != locked.st_ino || st.st_dev != locked.st_dev)) {
+			if (may_truncate && c->txn.active && !same_inode(&st, &locked)) {
 				/* the file appeared (or was replaced) after
-				 * create_begin looked: its stripe is not held and
-				 * cannot be taken now (lock order). Nothing is
-				 * changed yet: start again, the file locked. */
-				presto_commit(&c->txn, NULL, NULL, 0);	/* unlocks */
+				 * create_begin looked: start again, it locked */
+				res->status = relock(c, &tries);
 				obj_put(&d);
 				d = (struct obj)OBJ_INIT;
 				have_before = false;
-				if (c->on_loop) {
-					res->status = call_defer(c);
+				if (res->status != NFS3_OK)
 					goto fail;
-				}
-				if (++tries < 3)
-					goto again;
-				res->status = NFS3ERR_JUKEBOX;
-				goto fail;
+				goto again;
 			}
 			/* an existing file keeps its attributes but the size */
 			rest = args->how.createhow3_u.obj_attributes;
@@ -1431,10 +1440,14 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 		st = rmdir ? NFS3ERR_NOTEMPTY : NFS3ERR_ACCES;
 		goto done;
 	}
-	struct stat vst;
+	struct stat vst, locked;
 	struct fh_kernel vkh;
-	bool have_victim = fstatat(d.fd, name, &vst, AT_SYMLINK_NOFOLLOW) == 0;
-	const struct stat *sts[] = { &d.st, have_victim ? &vst : NULL };
+	bool have_victim;
+	int tries = 0;
+again:
+	have_victim = fstatat(d.fd, name, &locked, AT_SYMLINK_NOFOLLOW) == 0;
+	vst = locked;
+	const struct stat *sts[] = { &d.st, have_victim ? &locked : NULL };
 	if ((st = log_begin(c, &d, sts, 2, 1024)) != NFS3_OK)
 		goto done;
 	if ((st = become(c, &d)) != NFS3_OK)
@@ -1446,6 +1459,14 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 		    fh_of(d.fd, name, &vkh, NULL) < 0) {
 			st = vfs_nfserr(errno);
 			goto done;
+		}
+		if (!have_victim || !same_inode(&vst, &locked)) {
+			/* the name was replaced since the look above: the
+			 * victim's stripe is not held. Nothing is changed yet:
+			 * start again, the new victim locked. */
+			if ((st = relock(c, &tries)) != NFS3_OK)
+				goto done;
+			goto again;
 		}
 		have_victim = true;
 	} else if (have_victim) {
@@ -1538,23 +1559,34 @@ static void nfs3_rename(struct call *c, void *a, void *r)
 		res->status = NFS3ERR_INVAL;
 		goto done;
 	}
-	struct stat sst, tst;
-	struct fh_kernel skh;
-	bool have_s = logs(&fd) && fstatat(fd.fd, fname, &sst, AT_SYMLINK_NOFOLLOW) == 0;
-	bool have_t2 = have_s && fstatat(td.fd, tname, &tst, AT_SYMLINK_NOFOLLOW) == 0;
+	struct stat sst, tst, sst2, tst2;
+	struct fh_kernel skh, tkh;
+	bool have_s, have_t2, have_tkh;
+	int tries = 0;
+again:
+	have_s = logs(&fd) && fstatat(fd.fd, fname, &sst, AT_SYMLINK_NOFOLLOW) == 0;
+	have_t2 = have_s && fstatat(td.fd, tname, &tst, AT_SYMLINK_NOFOLLOW) == 0;
 	const struct stat *sts[] = { &fd.st, &td.st, have_s ? &sst : NULL, have_t2 ? &tst : NULL };
 	if ((res->status = log_begin(c, &fd, sts, 4, 1024)) != NFS3_OK)
 		goto done;
 	if ((res->status = become(c, &fd)) != NFS3_OK)
 		goto done;
-	if (c->txn.active && fh_of(fd.fd, fname, &skh, NULL) < 0) {
+	if (c->txn.active && (fstatat(fd.fd, fname, &sst2, AT_SYMLINK_NOFOLLOW) < 0 ||
+			      fh_of(fd.fd, fname, &skh, NULL) < 0)) {
 		res->status = vfs_nfserr(errno);
 		goto done;
 	}
-	struct fh_kernel tkh;
-	struct stat tst2;
-	bool have_tkh = fh_of(td.fd, tname, &tkh, NULL) == 0 &&
-			fstatat(td.fd, tname, &tst2, AT_SYMLINK_NOFOLLOW) == 0;
+	have_tkh = fh_of(td.fd, tname, &tkh, NULL) == 0 &&
+		   fstatat(td.fd, tname, &tst2, AT_SYMLINK_NOFOLLOW) == 0;
+	if (c->txn.active && (!have_s || !same_inode(&sst2, &sst) ||
+			      (have_tkh && (!have_t2 || !same_inode(&tst2, &tst))))) {
+		/* the source or the target was replaced since the look
+		 * above: its stripe is not held. Nothing is changed yet:
+		 * start again, the objects named now locked. */
+		if ((res->status = relock(c, &tries)) != NFS3_OK)
+			goto done;
+		goto again;
+	}
 	int hold = have_tkh ? openat(td.fd, tname, O_PATH | O_NOFOLLOW | O_CLOEXEC) : -1;
 	if (renameat(fd.fd, fname, td.fd, tname) < 0) {
 		res->status = vfs_nfserr(errno);
