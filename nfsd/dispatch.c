@@ -471,7 +471,7 @@ void dispatch(struct rpc_req *req)
 		uint64_t tl = rpc_now_ns();
 		if (presto_commit(&c.txn, p->drc ? &key : NULL, rc == 0 ? rec : NULL,
 				  rc == 0 ? len : 0) < 0 &&
-		    presto_sync_all() < 0)
+		    presto_sync_unlogged() < 0)
 			rc = -EIO;
 		log_ns = rpc_now_ns() - tl;
 	}

@@ -1572,6 +1572,20 @@ int presto_flush(void)
 	return rc;
 }
 
+int presto_sync_unlogged(void)
+{
+	struct nvlog_stats s;
+
+	if (!P.log)
+		return presto_sync_all();
+	nvlog_stats(P.log, &s);
+	if (s.head_lsn < s.tail_lsn)
+		return presto_sync_all();
+	/* every record up to the head was applied before it was appended:
+	 * the sync covers them all, held or not */
+	return destage_once(s.head_lsn);
+}
+
 void presto_hold(bool hold)
 {
 	pthread_mutex_lock(&P.d_lock);

@@ -174,7 +174,7 @@ char *presto_name(struct presto_txn *t, unsigned slot, const char *name);
 /* presto_commit -- append t's record, with the reply when a DRC key is
  * given (only the DRC uses it), then unlock. Returns 0, or -errno when the
  * record could not be appended: the caller must then make the operation
- * durable itself (presto_sync_all). */
+ * durable itself (presto_sync_unlogged). */
 int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t *reply,
 		  size_t reply_len);
 /* presto_wait -- wait until t's record is durable. Returns 0 or -EIO. */
@@ -183,6 +183,11 @@ int presto_wait(struct presto_txn *t);
  * record cannot be logged), and those of the tables retired by
  * presto_retire. Returns 0 or -errno. */
 int presto_sync_all(void);
+/* presto_sync_unlogged -- the fallback of a change whose record could not
+ * be appended: presto_sync_all, then trim every record appended so far.
+ * Older records of the changed objects must not stay in the log: a replay
+ * after a power cut would apply them over the change. Returns 0 or -errno. */
+int presto_sync_unlogged(void);
 /* presto_retire -- a reload is about to install cur in place of old (call
  * it before xtab_install): takes the caller's reference to old, and keeps
  * old when one of its filesystems is not in cur (a dropped export, a path
