@@ -3584,9 +3584,34 @@ static void snapshot(void)
 		info("snapshot took %lld ms", now_ms() - t);
 }
 
+/* bdev_released -- wait (20 s) until no filesystem holds the loop device.
+ * The server ran in a mount namespace of its own (fake_reboot), with its own
+ * mount of the export: once it is reaped the kernel drops that mount later
+ * (delayed_mntput), so the superblock can outlive the umount here. A copy
+ * written under it, or a mount that reuses it, meets metadata the old
+ * superblock still writes back (ext4: "JBD2: Spotted dirty metadata buffer",
+ * then a corrupt filesystem). A mounted block device refuses O_EXCL. */
+static int bdev_released(void)
+{
+	long long end = now_ms() + 20000;
+
+	for (;;) {
+		int fd = open(cfg.loopdev, O_RDONLY | O_EXCL | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		if (errno != EBUSY || now_ms() > end) {
+			failf("%s still in use after the umount: %s", cfg.loopdev, strerror(errno));
+			return -1;
+		}
+		usleep(10 * 1000);
+	}
+}
+
 static int restore_copy(void)
 {
-	if (run_cmd("umount '%s'", cfg.export_dir) < 0)
+	if (run_cmd("umount '%s'", cfg.export_dir) < 0 || bdev_released() < 0)
 		return -1;
 	if (run_cmd("dd if='%s' of='%s' bs=1M conv=fsync status=none", cfg.copy, cfg.loopdev) < 0)
 		return -1;
