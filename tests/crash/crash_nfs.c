@@ -323,8 +323,12 @@ static int enter_boot(const char *file)
 		snprintf(reboot_why, sizeof(reboot_why), "unshare(CLONE_NEWNS): %s", strerror(errno));
 		return -errno;
 	}
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
-		snprintf(reboot_why, sizeof(reboot_why), "making / private: %s", strerror(errno));
+	/* slave, not private: a filesystem unmounted outside under a shared
+	 * mount (test-powercut.sh's image, before its copy is written back)
+	 * goes from here too, rather than stay alive under the copy; the
+	 * bind mount below still stays in here */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+		snprintf(reboot_why, sizeof(reboot_why), "making / a slave: %s", strerror(errno));
 		return -errno;
 	}
 	if (mount(file, "/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL) < 0) {

@@ -37,6 +37,7 @@ img=$tmp/export.img
 copy=$tmp/copy.img
 mnt=$tmp/mnt
 dev=""
+shared=""
 
 cleanup() {
 	fsfreeze -u "$mnt" 2>/dev/null
@@ -45,12 +46,25 @@ cleanup() {
 	fi
 	[ -n "$dev" ] && losetup -d "$dev" 2>/dev/null
 	dev=""
+	[ -n "$shared" ] && umount "$tmp" 2>/dev/null
+	shared=""
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
 mkdir -p "$mnt"
+# $tmp a shared mount of its own, the image mounted under it: the mount
+# namespaces of fake reboots (crash_nfs enter_boot, here or in a crash_nfs
+# beside this test) are slaves of it, so the umount before a copy is written
+# back reaches their copies too. A copy there that stayed would keep this
+# filesystem alive, and the copy would be written under it.
+if ! mount --bind "$tmp" "$tmp" || ! mount --make-shared "$tmp"; then
+	echo "test-powercut: could not make $tmp a shared mount"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+shared=1
 truncate -s 128M "$img"
 if ! mkfs.ext4 -q -F "$img" || ! dev=$(losetup -f --show "$img") || ! mount "$dev" "$mnt"; then
 	echo "test-powercut: could not set up an ext4 image on a loop device"
