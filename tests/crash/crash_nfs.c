@@ -2,7 +2,7 @@
  * crash_nfs.c -- crash tests of presto-nfsd through a real NFSv3 client
  * (libnfs raw API), issue 4.
  *
- *   crash_nfs [--mode scenarios,kill,fulllog|powercut] [--presto auto|on|off]
+ *   crash_nfs [--mode scenarios,kill,fulllog|powercut] [--presto auto|on|off|mixed]
  *             [--kills N] [--time-limit SEC] [--workers N] [--seed S]
  *             [--replay auto|always|mixed] [--minimize SEC] [--script S] [--reboot]
  *             [--export DIR --loopdev DEV --image FILE --copy FILE]  (powercut)
@@ -32,6 +32,24 @@
  *           reboot). The random modes find bugs, these pin them down.
  * fulllog   A small log, writers only: the log fills, the server answers
  *           NFS3ERR_JUKEBOX and the clients retry; kill, restart, check.
+ *
+ * --presto mixed: the server runs with the log (as --presto on) and also
+ * listens on ::1; the exports line gives 127.0.0.1 presto and ::1 nopresto.
+ * Each client holds a connection over each address and sends each op over
+ * one of them, switching now and then (a quarter of the ops, in runs; odd
+ * clients start over ::1): presto-on calls (mostly inline on the event loop
+ * thread, answered from the log) and presto-off calls (on worker threads,
+ * logged as "through" records and flushed before the reply) change the same
+ * subtrees side by side, and a replay applies both kinds in LSN order. Every
+ * check is as with --presto on; besides, WRITEs over ::1 must carry another
+ * verifier than those over 127.0.0.1 (else the nopresto line did not take),
+ * and both addresses must have had ops acknowledged. All modes take it:
+ * kill, fulllog (presto-off writers wait for room in the log too), powercut
+ * (the copy loses flushed presto-off changes as well; their records bring
+ * them back) and scenarios (five more scripts switching with "A 4|6").
+ * Histories mark ops sent over ::1 "[::1, nopresto]"; scripts have "A 6"
+ * (over ::1 from here on) and "A 4" steps, and a minimized command says
+ * --presto mixed.
  *
  * The model. The test keeps, per client subtree, the objects (type, mode,
  * owner, content, symlink target, mtime/atime when set explicitly) and the names,
@@ -120,6 +138,7 @@
 static struct {
 	const char *bin;		/* directory of presto-nfsd */
 	int presto;			/* 1: --nvram given to the server */
+	int mixed;			/* --presto mixed: also ::1, a nopresto client line */
 	char modes[64];
 	int workers;
 	int kills;			/* kill mode: at least this many kills */
@@ -256,6 +275,8 @@ struct server {
 
 static struct server srv;
 static int frozen;			/* powercut: export frozen right now */
+static char verf_of[2][NFS3_WRITEVERFSIZE]; /* --presto mixed: WRITE verifier per address ... */
+static int verf_known[2];		/* ... since the last server start */
 
 static void server_log_tail(int lines)
 {
@@ -471,6 +492,10 @@ static int server_start(int replay_always, int wait_ready)
 	argv[argc++] = srv.state;
 	argv[argc++] = "--bind";
 	argv[argc++] = "127.0.0.1";
+	if (cfg.mixed) {
+		argv[argc++] = "--bind";
+		argv[argc++] = "::1";
+	}
 	argv[argc++] = "--nfs-port";
 	argv[argc++] = nfsp;
 	argv[argc++] = "--mount-port";
@@ -490,6 +515,7 @@ static int server_start(int replay_always, int wait_ready)
 	argv[argc] = NULL;
 
 	srv.starts++;
+	verf_known[0] = verf_known[1] = 0;	/* a new verifier per start */
 	/* The log on /dev/shm is persistent memory for presto-nfsd only with
 	 * PMEM_IS_PMEM_FORCE=1 (as `make run` sets it): then changes run on
 	 * its event loop thread. Without it every persist is an msync and
@@ -719,6 +745,7 @@ static void emergency(int sig)
 static int port_free(int port)
 {
 	struct sockaddr_in a;
+	struct sockaddr_in6 a6;
 	int fd = socket(AF_INET, SOCK_STREAM, 0), ok;
 
 	memset(&a, 0, sizeof(a));
@@ -726,6 +753,17 @@ static int port_free(int port)
 	a.sin_port = htons(port);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	if (fd >= 0)
+		close(fd);
+	if (!ok || !cfg.mixed)
+		return ok;
+	/* --presto mixed: the server listens on ::1 too */
+	fd = socket(AF_INET6, SOCK_STREAM, 0);
+	memset(&a6, 0, sizeof(a6));
+	a6.sin6_family = AF_INET6;
+	a6.sin6_port = htons(port);
+	a6.sin6_addr = in6addr_loopback;
+	ok = fd >= 0 && bind(fd, (struct sockaddr *)&a6, sizeof(a6)) == 0;
 	if (fd >= 0)
 		close(fd);
 	return ok;
@@ -790,7 +828,11 @@ static int server_setup(const char *tag)
 	f = fopen(srv.exports_file, "w");
 	if (!f)
 		return -1;
-	fprintf(f, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", srv.export);
+	if (cfg.mixed)
+		fprintf(f, "%s 127.0.0.1(rw,insecure,no_root_squash) ::1(rw,insecure,no_root_squash,nopresto)\n",
+			srv.export);
+	else
+		fprintf(f, "%s 127.0.0.1(rw,insecure,no_root_squash)\n", srv.export);
 	fclose(f);
 	if (port_lock_fd >= 0) {
 		close(port_lock_fd);
@@ -824,6 +866,7 @@ struct res {
 	int has_attr;
 	fattr3 attr;
 	uint32_t count, committed;
+	char wverf[NFS3_WRITEVERFSIZE];	/* WRITE */
 	int eof;
 	unsigned char *data;		/* READ, READLINK (NUL-terminated) */
 	size_t dlen;
@@ -950,6 +993,7 @@ static void res_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 		if (x->status == NFS3_OK) {
 			r->count = x->WRITE3res_u.resok.count;
 			r->committed = x->WRITE3res_u.resok.committed;
+			memcpy(r->wverf, x->WRITE3res_u.resok.verf, sizeof(r->wverf));
 		}
 		break;
 	}
@@ -1052,7 +1096,12 @@ static void conn_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 	r->done = 1;
 }
 
-static struct rpc_context *rpc_open(int port, int prog)
+/* The addresses a client connects from and to: 127.0.0.1, whose client line
+ * has presto on, and, with --presto mixed, ::1, whose line says nopresto
+ * (the server logs those calls as well, flushes them and replies after) */
+static const char *const via_addr[2] = { "127.0.0.1", "::1" };
+
+static struct rpc_context *rpc_open_via(int via, int port, int prog)
 {
 	struct rpc_context *rpc = rpc_init_context();
 	struct res r;
@@ -1060,12 +1109,12 @@ static struct rpc_context *rpc_open(int port, int prog)
 	memset(&r, 0, sizeof(r));
 	if (!rpc)
 		return NULL;
-	if (rpc_connect_port_async(rpc, "127.0.0.1", port, prog, 3, conn_cb, &r) < 0 ||
+	if (rpc_connect_port_async(rpc, via_addr[via], port, prog, 3, conn_cb, &r) < 0 ||
 	    rpc_wait(rpc, &r.done, CR_RPC_TIMEOUT_MS) < 0 || r.rpc_status != RPC_STATUS_SUCCESS) {
 		char cmd[128];
 
-		failf("cannot connect to program %d on port %d: %s; sockets on that port:", prog, port,
-		      rpc_get_error(rpc));
+		failf("cannot connect to program %d on %s port %d: %s; sockets on that port:", prog,
+		      via_addr[via], port, rpc_get_error(rpc));
 		fflush(stdout);
 		snprintf(cmd, sizeof(cmd), "ss -tanp | grep ':%d '", port);
 		if (system(cmd) < 0)
@@ -1074,6 +1123,11 @@ static struct rpc_context *rpc_open(int port, int prog)
 		return NULL;
 	}
 	return rpc;
+}
+
+static struct rpc_context *rpc_open(int port, int prog)
+{
+	return rpc_open_via(0, port, prog);
 }
 
 static nfs_fh3 fh3(const struct fh *f)
@@ -1360,6 +1414,7 @@ struct op {
 	nfstime3 atime, mtime;
 	char target[CR_TARGET_MAX + 1];
 	int seq;			/* this client's op number */
+	int via;			/* sent over via_addr[via] (1: ::1, presto off) */
 };
 
 
@@ -1434,6 +1489,8 @@ static const char *op_desc(const struct model *m, const struct op *op)
 	default:
 		snprintf(s, 768, "?");
 	}
+	if (cfg.mixed && op->via)
+		snprintf(s + strlen(s), 768 - strlen(s), " [::1, nopresto]");
 	return s;
 }
 
@@ -2183,6 +2240,7 @@ static void script_copy(struct script *dst, const struct script *src)
  * also when the fake reboot was at a start killed during its start-up), so
  * that a script never ends with one. */
 static const char *pending_restart[CR_WORKERS_MAX];
+static int wscript_via[CR_WORKERS_MAX];	/* a script's ops go over via_addr[this] ("A 4|6") */
 
 static void script_mark_restart(int replay_always)
 {
@@ -2294,7 +2352,9 @@ static void hist_print_obj(int w, int obj)
 struct worker {
 	int id;
 	int enabled;			/* cleared at the first failure of this subtree */
-	struct rpc_context *rpc;
+	struct rpc_context *rpc;	/* the connection its ops go over now */
+	struct rpc_context *alt;	/* --presto mixed: the one over the other address */
+	int via;			/* rpc's address: via_addr[via] */
 	int inflight;
 	struct op op;
 	struct res res;
@@ -2311,6 +2371,7 @@ static struct worker W[CR_WORKERS_MAX];
 static struct stats {
 	long acked, maybes, maybe_applied, kills, startup_kills, replays_always, jukebox, handles,
 		dead_handles, cycles, stops, fileid_changed, partial_writes;
+	long by_via[2];			/* acknowledged ops over 127.0.0.1, over ::1 */
 	long long ready_ms_max, ready_ms_sum, check_ms_max, check_ms_sum;
 	long readies, checks;
 	long by_kind[OP_NKINDS];
@@ -2326,25 +2387,74 @@ static int wbudget_on;
 
 static void workers_close(void)
 {
-	for (int i = 0; i < cfg.workers; i++)
+	for (int i = 0; i < cfg.workers; i++) {
 		if (W[i].rpc) {
 			rpc_destroy_context(W[i].rpc);
 			W[i].rpc = NULL;
 		}
+		if (W[i].alt) {
+			rpc_destroy_context(W[i].alt);
+			W[i].alt = NULL;
+		}
+	}
 }
 
-/* workers_open -- one connection per client */
+/* workers_open -- one connection per client (--presto mixed: two, one over
+ * each address; its ops go over W[i].via's) */
 static int workers_open(void)
 {
 	for (int i = 0; i < cfg.workers; i++) {
-		W[i].rpc = rpc_open(srv.nfs_port, CR_NFS_PROG);
+		if (!cfg.mixed)
+			W[i].via = 0;
+		W[i].rpc = rpc_open_via(W[i].via, srv.nfs_port, CR_NFS_PROG);
 		if (!W[i].rpc)
 			return -1;
 		set_auth(W[i].rpc, wcred[i]);
+		if (cfg.mixed) {
+			W[i].alt = rpc_open_via(!W[i].via, srv.nfs_port, CR_NFS_PROG);
+			if (!W[i].alt)
+				return -1;
+			set_auth(W[i].alt, wcred[i]);
+		}
 		W[i].inflight = 0;
 		W[i].retry_at = 0;
 	}
 	return 0;
+}
+
+/* worker_use -- w's next ops go over via_addr[via] (--presto mixed; never
+ * with an op in flight) */
+static void worker_use(struct worker *w, int via)
+{
+	struct rpc_context *t;
+
+	if (!cfg.mixed || w->via == via || w->inflight)
+		return;
+	t = w->rpc;
+	w->rpc = w->alt;
+	w->alt = t;
+	w->via = via;
+}
+
+/* verf_check -- the verifiers of the WRITEs of the current server start,
+ * per address: the one over ::1 (presto off) must differ from the one over
+ * 127.0.0.1 (the server flips a bit of it), or the nopresto line did not
+ * take and the mixed mode would test presto on alone */
+static void verf_check(const struct op *op, const struct res *r)
+{
+	int v = op->via;
+
+	if (!cfg.mixed)
+		return;
+	if (verf_known[v] && memcmp(verf_of[v], r->wverf, NFS3_WRITEVERFSIZE))
+		failf("%s: WRITE verifier changed within one server start over %s", op_desc(&M, op), via_addr[v]);
+	memcpy(verf_of[v], r->wverf, NFS3_WRITEVERFSIZE);
+	verf_known[v] = 1;
+	if (verf_known[!v] && !memcmp(verf_of[0], verf_of[1], NFS3_WRITEVERFSIZE)) {
+		verf_known[!v] = 0;	/* once per start */
+		failf("%s: WRITEs over 127.0.0.1 and over ::1 got the same verifier: is ::1 not presto off?",
+		      op_desc(&M, op));
+	}
 }
 
 static void worker_disable(struct worker *w, const char *why)
@@ -2397,6 +2507,8 @@ static void worker_reply(struct worker *w)
 			return;
 		}
 	}
+	if (op->kind == OP_WRITE)
+		verf_check(op, r);
 	if (wbudget_on)
 		wbudget -= (op->kind == OP_WRITE ? op->len : 0) + 512;
 	hist_add_op(op, "");
@@ -2413,11 +2525,16 @@ static void worker_reply(struct worker *w)
 		if (pending_restart[w->id])
 			script_add(&wscript[w->id], pending_restart[w->id]);
 		pending_restart[w->id] = NULL;
+		if (op->via != wscript_via[w->id]) {
+			script_add(&wscript[w->id], op->via ? "A 6" : "A 4");
+			wscript_via[w->id] = op->via;
+		}
 		script_add(&wscript[w->id], step);
 	}
 	model_apply(&M, op, r->has_fh ? &r->fh : NULL, op->kind == OP_WRITE ? r->count : 0, 0);
 	w->acked++;
 	ST.acked++;
+	ST.by_via[op->via]++;
 	ST.by_kind[op->kind]++;
 }
 
@@ -2438,6 +2555,13 @@ static void worker_next(struct worker *w, int writers_only)
 		if (t == 20)
 			return;
 		w->op.seq = ++w->seq;
+		/* --presto mixed: now and then (a quarter of the ops, drawn
+		 * apart from rnd() so that a seed's ops stay what they were)
+		 * the client goes over to its other connection, so that a
+		 * subtree gets presto-on and presto-off changes alike, in runs */
+		if (cfg.mixed && mix64(cfg.seed ^ (0xadd7ULL << 40) ^ ((uint64_t)w->id << 32) ^ (uint64_t)w->seq) % 4 == 0)
+			worker_use(w, !w->via);
+		w->op.via = w->via;
 	}
 	if (op_send(w->rpc, &M, &w->op, w->wbuf, &w->res) < 0) {
 		failf("%s: libnfs could not queue the call: %s", op_desc(&M, &w->op), rpc_get_error(w->rpc));
@@ -3325,6 +3449,8 @@ static int give_subtree(int w, struct cred c)
 	wcred[w] = c;
 	if (W[w].rpc)
 		set_auth(W[w].rpc, c);
+	if (W[w].alt)
+		set_auth(W[w].alt, c);
 	if (o->uid == c.uid && o->gid == c.gid)
 		return 0;
 	memset(&r, 0, sizeof(r));
@@ -3397,12 +3523,17 @@ static int setup_tree(void)
 	}
 	res_reset(&r, P_NONE);
 	for (int w = 0; w < cfg.workers; w++) {
-		struct rpc_context *keep = W[w].rpc;
+		struct rpc_context *keep = W[w].rpc, *keep_alt = W[w].alt;
+		int keep_via = W[w].via;
 
 		free(W[w].wbuf);
 		res_reset(&W[w].res, P_NONE);
 		memset(&W[w], 0, sizeof(W[w]));
 		W[w].rpc = keep;
+		W[w].alt = keep_alt;
+		W[w].via = keep_via;
+		/* every client starts over 127.0.0.1, as scripts do (spread_via) */
+		worker_use(&W[w], 0);
 		W[w].id = w;
 		W[w].enabled = 1;
 		W[w].wbuf = malloc(CR_WRITE_MAX);
@@ -3420,6 +3551,27 @@ static int any_enabled(void)
 		if (W[w].enabled)
 			return 1;
 	return 0;
+}
+
+/* spread_via -- --presto mixed, the random modes: odd clients start over
+ * ::1 (presto off), even ones over 127.0.0.1; each switches now and then
+ * (worker_next) */
+static void spread_via(void)
+{
+	for (int w = 0; w < cfg.workers; w++)
+		worker_use(&W[w], w % 2);
+}
+
+/* mixed_covered -- --presto mixed: both kinds of client had ops
+ * acknowledged */
+static void mixed_covered(const char *mode)
+{
+	if (!cfg.mixed)
+		return;
+	info("%s: %ld ops acknowledged over 127.0.0.1 (presto on), %ld over ::1 (nopresto)", mode, ST.by_via[0],
+	     ST.by_via[1]);
+	if (any_enabled() && (ST.by_via[0] == 0 || ST.by_via[1] == 0))
+		failf("%s: --presto mixed, but no op was acknowledged over %s", mode, via_addr[ST.by_via[0] != 0]);
 }
 
 /* restart_and_check -- start (replay policy chosen by the caller), connect,
@@ -3477,6 +3629,7 @@ static int mode_kill(void)
 	fake_reboots = 0;
 	if (server_setup("kill") < 0 || server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0)
 		return -1;
+	spread_via();
 	while (ST.kills < cfg.kills && now_ms() < end && any_enabled()) {
 		long long dur;
 		unsigned r = rnd(100);
@@ -3521,6 +3674,7 @@ static int mode_kill(void)
 	disconnect_all();
 	server_stop();
 	print_stats("kill", t0);
+	mixed_covered("kill");
 	if (!any_enabled())
 		info("kill: stopped after %ld kills: every client's subtree had failed", ST.kills);
 	else if (ST.kills < 30 && ST.kills < cfg.kills)
@@ -3640,6 +3794,7 @@ static int mode_powercut(void)
 	srv.no_destage = 1;
 	if (server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0)
 		return -1;
+	spread_via();
 	for (int c = 0; c < cycles && now_ms() < end && any_enabled(); c++) {
 		long long start = now_ms(), dur = 300 + rnd(1200), snap_at = 0;
 		int before = rnd(3) == 0;
@@ -3676,6 +3831,7 @@ static int mode_powercut(void)
 	disconnect_all();
 	server_stop();
 	print_stats("powercut", t0);
+	mixed_covered("powercut");
 	info("powercut: %ld copies (%ld mid-workload)", snapshots, snap_mid);
 	if (!any_enabled())
 		info("powercut: stopped after %ld cycles: every client's subtree had failed", ST.cycles);
@@ -3728,6 +3884,7 @@ static int mode_fulllog(void)
 	fclose(f);
 	if (server_start(0, 1) < 0 || connect_all() < 0 || setup_tree() < 0)
 		return -1;
+	spread_via();
 	for (int c = 0; c < cycles && now_ms() < end && any_enabled(); c++) {
 		ST.cycles++;
 		/* odd cycles hold the destager: only a full log releases it */
@@ -3750,6 +3907,7 @@ static int mode_fulllog(void)
 	disconnect_all();
 	server_stop();
 	print_stats("fulllog", t0);
+	mixed_covered("fulllog");
 	if (ST.jukebox == 0)
 		info("fulllog: note: no JUKEBOX reply; the log (%s) never stayed full", cfg.nvram_size);
 	cfg.nvram_size = size;
@@ -3766,6 +3924,7 @@ static int sc_op(int w, struct op *op)
 
 	op->worker = w;
 	op->seq = ++wk->seq;
+	op->via = wk->via;
 	wk->op = *op;
 	if (op_send(wk->rpc, &M, &wk->op, wk->wbuf, &wk->res) < 0)
 		return -1;
@@ -3896,6 +4055,15 @@ static int sc_step(int w, const char *step, int lenient)
 		if (!op.set_uid && !op.set_gid)
 			return lenient ? 0 : -1;
 		break;
+	case 'A':
+		/* --presto mixed: this client's calls go over 127.0.0.1 ("A 4",
+		 * presto on) or ::1 ("A 6", nopresto) from now on */
+		if (!cfg.mixed) {
+			failf("scenario w%d: step '%s' needs --presto mixed", w, step);
+			return -1;
+		}
+		worker_use(&W[w], !strcmp(a, "6") || !strcmp(a, "::1"));
+		return 0;
 	case 'U':
 		/* this client's credentials from now on, its subtree its own */
 		return give_subtree(w, (struct cred){ strtoul(a, NULL, 10), n > 2 ? strtoul(b, NULL, 10) : 0 });
@@ -4081,7 +4249,8 @@ static void minimize(const struct script *sc, int seconds)
 	}
 	quiet = 0;
 	info("minimize: %d trials; %d step(s) still fail%s:", trials, ncur, now_ms() >= end ? " (time ran out)" : "");
-	printf("  crash_nfs --mode scenarios%s --script '", cfg.reboot ? " --reboot" : "");
+	printf("  crash_nfs --mode scenarios%s%s --script '", cfg.mixed ? " --presto mixed" : "",
+	       cfg.reboot ? " --reboot" : "");
 	for (int i = 0; i < ncur; i++)
 		printf("%s%s", i ? "; " : "", cur[i]);
 	printf("'\n");
@@ -4131,17 +4300,27 @@ static int mode_scenarios(void)
 		"c a; w a; o a 1001 3999; s l; o l 65534 65534; m D; o D 2002 -; c D/f",	/* owners (root's subtree) */
 		"c a; w a; o a - 3999; l a b; o b - 65534; m D; o D - 0; c D/f",	/* groups (uid 2021's subtree) */
 	};
-	int n = (int)(sizeof(scripts) / sizeof(scripts[0])), saved_workers;
+	/* --presto mixed: the same objects changed over 127.0.0.1 (presto on)
+	 * and ::1 (nopresto, logged as "through" records and flushed) in turn */
+	static const char *mixed_scripts[] = {
+		"c a; w a; A 6; t a 100; w a; A 4; w a; t a 5000",	/* writes and truncates */
+		"c a; w a; A 6; r a b; A 4; c a; w a; A 6; u b",	/* moved, name reused, removed */
+		"A 6; c a; w a; A 4; l a b; A 6; u a; A 4; r b c",	/* links across the two */
+		"m D; A 6; c D/f; w D/f; A 4; r D E; A 6; u E/f; A 4; x E",	/* directory emptied */
+		"c a; A 6; p a 0600; T a; A 4; p a 0755; A 6; o a - 3999",	/* attributes */
+	};
+	const char *all[CR_WORKERS_MAX];
+	int nfixed = (int)(sizeof(scripts) / sizeof(scripts[0]));
+	int nmixed = cfg.mixed ? (int)(sizeof(mixed_scripts) / sizeof(mixed_scripts[0])) : 0;
+	int n = cfg.script ? 1 : nfixed + nmixed, saved_workers;
 	long long t0 = now_ms();
 
-	if (cfg.script) {
-		scripts[0] = cfg.script;
-		n = 1;
-	}
 	if (n > CR_WORKERS_MAX) {
 		failf("%d scenarios, at most CR_WORKERS_MAX (%d)", n, CR_WORKERS_MAX);
 		return -1;
 	}
+	for (int i = 0; i < n; i++)
+		all[i] = cfg.script ? cfg.script : i < nfixed ? scripts[i] : mixed_scripts[i - nfixed];
 
 	memset(&ST, 0, sizeof(ST));
 	fake_reboots = 0;
@@ -4157,7 +4336,7 @@ static int mode_scenarios(void)
 			return -1;
 		}
 		for (int w = 0; w < n; w++)
-			sc_run(w, scripts[w]);
+			sc_run(w, all[w]);
 		crash_kill();
 		if (reboot)
 			fake_reboot();
@@ -4169,7 +4348,7 @@ static int mode_scenarios(void)
 				if (wcred[w].uid)
 					snprintf(u, sizeof(u), "U %u %u; ", wcred[w].uid, wcred[w].gid);
 				printf("  (scenario w%d%s was: %s%s)\n", w,
-				       reboot ? ", restarted after a fake reboot," : "", u, scripts[w]);
+				       reboot ? ", restarted after a fake reboot," : "", u, all[w]);
 			}
 		disconnect_all();
 		server_kill();
@@ -4208,7 +4387,7 @@ static int detect_presto(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: crash_nfs [--mode scenarios,kill,fulllog,powercut] [--presto auto|on|off] [--kills N]\n"
+		"usage: crash_nfs [--mode scenarios,kill,fulllog,powercut] [--presto auto|on|off|mixed] [--kills N]\n"
 		"                 [--time-limit SEC] [--workers N] [--seed S] [--cycles N]\n"
 		"                 [--nvram-size SIZE] [--replay auto|always|mixed] [--verbose]\n"
 		"                 [--minimize SEC] [--script 'STEP; STEP...'] [--reboot]\n"
@@ -4277,10 +4456,12 @@ int main(int argc, char **argv)
 	if (cfg.workers < 1 || cfg.workers > CR_WORKERS_MAX)
 		usage();
 	cfg.bin = getenv("PRESTO_BIN") ? getenv("PRESTO_BIN") : "bin";
-	cfg.presto = !strcmp(presto, "on") ? 1 : !strcmp(presto, "off") ? 0 : detect_presto();
+	cfg.mixed = !strcmp(presto, "mixed");
+	cfg.presto = !strcmp(presto, "on") || cfg.mixed ? 1 : !strcmp(presto, "off") ? 0 : detect_presto();
 	rng_state = cfg.seed;
 	info("seed %" PRIu64 " (CRASH_SEED=%" PRIu64 " repeats the choices), presto %s, server %s/presto-nfsd",
-	     cfg.seed, cfg.seed, cfg.presto ? "on" : "off", cfg.bin);
+	     cfg.seed, cfg.seed,
+	     cfg.mixed ? "mixed (127.0.0.1 presto on, ::1 nopresto)" : cfg.presto ? "on" : "off", cfg.bin);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGALRM, emergency);
 	signal(SIGTERM, emergency);
