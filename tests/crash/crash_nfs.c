@@ -335,6 +335,53 @@ static char reboot_why[400];
 static int reboot_pending_mark;	/* the next restart written into scripts is a reboot */
 static long fake_reboots;		/* of the current mode */
 
+/* unescape_mountinfo -- a mount point as /proc/self/mountinfo writes it
+ * (octal escapes for space, tab, newline, backslash), in place */
+static void unescape_mountinfo(char *p)
+{
+	char *o = p;
+
+	for (; *p; p++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+		    p[3] <= '7') {
+			*o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+			p += 3;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+}
+
+/* detach_loop_mounts -- in a private mount namespace just made: let go of
+ * every filesystem on a loop device but our own export. The namespace's
+ * copies of them would keep them alive after their owner unmounts them:
+ * a power-cut test (ours or another run's) that then writes an image copy
+ * to the device would write under a live filesystem and corrupt it. */
+static void detach_loop_mounts(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096], mp[4096], src[4096];
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
+		    sscanf(dash + 3, "%*s %4095s", src) != 1 || strncmp(src, "/dev/loop", 9))
+			continue;
+		unescape_mountinfo(mp);
+		size_t n = strlen(mp);
+		/* not the export, nor a filesystem it lies on (a root on a
+		 * loop device) */
+		if (!strcmp(mp, "/") || (!strncmp(srv.export, mp, n) &&
+					 (srv.export[n] == '/' || srv.export[n] == '\0')))
+			continue;
+		umount2(mp, MNT_DETACH);	/* a failure leaves it as it was */
+	}
+	if (f)
+		fclose(f);
+}
+
 /* enter_boot -- in a child before exec: a private mount namespace whose
  * boot_id is the contents of file. Returns 0 or -errno (what failed in
  * reboot_why). */
@@ -352,6 +399,7 @@ static int enter_boot(const char *file)
 		snprintf(reboot_why, sizeof(reboot_why), "making / a slave: %s", strerror(errno));
 		return -errno;
 	}
+	detach_loop_mounts();
 	if (mount(file, "/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL) < 0) {
 		snprintf(reboot_why, sizeof(reboot_why), "bind mount over boot_id: %s", strerror(errno));
 		return -errno;
@@ -3742,16 +3790,20 @@ static void snapshot(void)
 		info("snapshot took %lld ms", now_ms() - t);
 }
 
-/* bdev_released -- wait (20 s) until no filesystem holds the loop device.
- * The server ran in a mount namespace of its own (fake_reboot), with its own
- * mount of the export: once it is reaped the kernel drops that mount later
- * (delayed_mntput), so the superblock can outlive the umount here. A copy
- * written under it, or a mount that reuses it, meets metadata the old
- * superblock still writes back (ext4: "JBD2: Spotted dirty metadata buffer",
- * then a corrupt filesystem). A mounted block device refuses O_EXCL. */
+/* bdev_released -- wait (60 s) until no filesystem holds the loop device:
+ * a mounted block device refuses O_EXCL. Until then a copy written to it
+ * goes under a live filesystem, and a mount reuses that filesystem's
+ * superblock, whose metadata is written back over the copy (ext4: "JBD2:
+ * Spotted dirty metadata buffer", doubly allocated inodes, invalid xattr
+ * blocks; the replay then fails). Two things can hold it after the umount:
+ *   - the mount namespace of our own server after a fake reboot: once it is
+ *     reaped the kernel drops that namespace's mounts later (delayed_mntput);
+ *   - a server of another run started after a fake reboot copied every
+ *     mount (see enter_boot, detach_loop_mounts); it lives for a cycle of
+ *     its run. */
 static int bdev_released(void)
 {
-	long long end = now_ms() + 20000;
+	long long end = now_ms() + 60000;
 
 	for (;;) {
 		int fd = open(cfg.loopdev, O_RDONLY | O_EXCL | O_CLOEXEC);
@@ -3760,7 +3812,9 @@ static int bdev_released(void)
 			return 0;
 		}
 		if (errno != EBUSY || now_ms() > end) {
-			failf("%s still in use after the umount: %s", cfg.loopdev, strerror(errno));
+			failf("%s still in use after its umount (%s): a mount namespace still holds "
+			      "the filesystem; the copy is not written under it",
+			      cfg.loopdev, strerror(errno));
 			return -1;
 		}
 		usleep(10 * 1000);
