@@ -485,6 +485,11 @@ static void test_two_exports(void **state)
 	assert_int_not_equal(it_link(rpc, &f, &rwroot, "crosslink", &r), NFS3_OK);
 	assert_int_not_equal(it_rename(rpc, &roroot, "file", &rwroot, "stolen", &r), NFS3_OK);
 	assert_int_equal(access(it_path(&srv, "../ro/file"), F_OK), 0);
+	/* nor may a file of the rw export be moved into the ro one: the
+	 * rw check is the source directory's, so only XDEV stops it */
+	assert_int_equal(it_rename(rpc, &rwroot, "w", &roroot, "planted", &r), NFS3ERR_XDEV);
+	assert_int_equal(access(it_path(&srv, "w"), F_OK), 0);
+	assert_int_not_equal(access(it_path(&srv, "../ro/planted"), F_OK), 0);
 	/* the two roots are different objects */
 	assert_false(rwroot.len == roroot.len && !memcmp(rwroot.data, roroot.data, rwroot.len));
 	it_rpc_close(rpc);
