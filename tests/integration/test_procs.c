@@ -560,6 +560,35 @@ static void test_create(void **state)
 	assert_int_equal(it_write(rpc, &f, 0, "data", 4, FILE_SYNC, &r), NFS3_OK);
 	assert_int_equal(it_create(rpc, &d, "u", UNCHECKED, -1, NULL, &r), NFS3_OK);
 	assert_int_equal(r.attr.fileid, fileid);
+	/* ... which keeps its mode, owner and times: a create racing with
+	 * another client's must not chmod or chown that client's file */
+	{
+		CREATE3args a;
+		struct stat st0;
+
+		assert_int_equal(stat(it_path(&srv, "create/u"), &st0), 0);
+		memset(&a, 0, sizeof(a));
+		a.where.dir = it_fh3(&d);
+		a.where.name = "u";
+		a.how.mode = UNCHECKED;
+		a.how.createhow3_u.obj_attributes.mode.set_it = 1;
+		a.how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = 0777;
+		a.how.createhow3_u.obj_attributes.uid.set_it = 1;
+		a.how.createhow3_u.obj_attributes.uid.set_uid3_u.uid = 4321;
+		a.how.createhow3_u.obj_attributes.gid.set_it = 1;
+		a.how.createhow3_u.obj_attributes.gid.set_gid3_u.gid = 4321;
+		a.how.createhow3_u.obj_attributes.mtime.set_it = SET_TO_CLIENT_TIME;
+		a.how.createhow3_u.obj_attributes.mtime.set_mtime_u.mtime.seconds = 1000000;
+		assert_int_equal(it_nfs3(rpc, NFS3_CREATE, &a, &r), NFS3_OK);
+		assert_int_equal(r.attr.fileid, fileid);
+		assert_int_equal(r.attr.mode & 07777, 0612);
+		assert_int_equal(stat(it_path(&srv, "create/u"), &st), 0);
+		assert_int_equal(st.st_mode & 07777, 0612);
+		assert_int_equal(st.st_uid, st0.st_uid);
+		assert_int_equal(st.st_gid, st0.st_gid);
+		assert_int_equal(st.st_mtime, st0.st_mtime);
+		assert_int_equal(st.st_size, 4);
+	}
 	/* UNCHECKED with size 0 on an existing file truncates it (3.3.8) */
 	{
 		CREATE3args a;
