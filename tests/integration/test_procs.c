@@ -850,6 +850,21 @@ static void test_rename(void **state)
 	d2 = r.fh;
 	assert_int_equal(it_rename(rpc, &d, "c", &d2, "moved", &r), NFS3_OK);
 	assert_int_equal(stat(it_path(&srv, "rename/d2/moved"), &st), 0);
+	/* fromdir_wcc describes the source directory, todir_wcc the target:
+	 * a client updates its cache of each from them */
+	{
+		struct stat fst, tst;
+
+		assert_true(r.has_after && r.has_after2);
+		assert_int_equal(stat(it_path(&srv, "rename"), &fst), 0);
+		assert_int_equal(stat(it_path(&srv, "rename/d2"), &tst), 0);
+		assert_int_equal(r.after.fileid, (uint64_t)fst.st_ino);
+		assert_int_equal(r.after.nlink, fst.st_nlink);
+		assert_int_equal(r.after2.fileid, (uint64_t)tst.st_ino);
+		assert_int_equal(r.after2.nlink, tst.st_nlink);
+		assert_int_equal(r.after2.mtime.seconds, (uint32_t)tst.st_mtim.tv_sec);
+		assert_int_equal(r.after2.mtime.nseconds, (uint32_t)tst.st_mtim.tv_nsec);
+	}
 	/* a missing source -> NOENT */
 	assert_int_equal(it_rename(rpc, &d, "nothere", &d, "x", &r), NFS3ERR_NOENT);
 	/* a directory over a non-empty directory -> NOTEMPTY or EXIST (3.3.14) */
