@@ -194,12 +194,29 @@ static void test_init_key_made_private(void **state)
 
 	snprintf(p, sizeof(p), "%s/fh.key", dir_a);
 	read_key(dir_a, k1);
-	assert_int_equal(chmod(p, 0644), 0);
-	use_key(dir_a);
-	assert_int_equal(stat(p, &st), 0);
-	assert_int_equal(st.st_mode & 07777, 0600);
-	read_key(dir_a, k2);
-	assert_memory_equal(k1, k2, 32);
+	/* any bit for group or others, each on its own */
+	static const mode_t modes[] = { 0644, 0604, 0640, 0620, 0602, 0610, 0601, 0700 | 077 };
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		assert_int_equal(chmod(p, modes[i]), 0);
+		use_key(dir_a);
+		assert_int_equal(stat(p, &st), 0);
+		if ((st.st_mode & 07777) != 0600)
+			fail_msg("a key of mode %04o was left %04o", (unsigned)modes[i],
+				 (unsigned)(st.st_mode & 07777));
+		read_key(dir_a, k2);
+		assert_memory_equal(k1, k2, 32);
+	}
+	/* a key another user owns (mode 0600: he reads it) is made root's */
+	if (geteuid() == 0) {
+		assert_int_equal(chown(p, 4321, 4321), 0);
+		use_key(dir_a);
+		assert_int_equal(stat(p, &st), 0);
+		assert_int_equal(st.st_uid, 0);
+		assert_int_equal(st.st_gid, 0);
+		assert_int_equal(st.st_mode & 07777, 0600);
+		read_key(dir_a, k2);
+		assert_memory_equal(k1, k2, 32);
+	}
 }
 
 static void test_init_missing_dir(void **state)
