@@ -330,6 +330,23 @@ static void test_dotdot_at_root(void **state)
 	assert_int_equal(stat(srv.dir, &parent), 0);
 	assert_int_equal(stat(srv.export, &exp), 0);
 	assert_int_equal(it_getattr(rpc, &root, &r), NFS3_OK);
+	/* the listing of the root does not name its parent either: its ".."
+	 * carries no fileid (nor attributes) of the directory above */
+	for (int plus = 0; plus <= 1; plus++) {
+		int seen = 0;
+
+		assert_int_equal(it_readdir_all(rpc, &root, plus, 8192, &r, NULL), NFS3_OK);
+		for (size_t i = 0; i < r.nents; i++) {
+			if (strcmp(r.ents[i].name, ".."))
+				continue;
+			seen = 1;
+			if (r.ents[i].fileid == (uint64_t)parent.st_ino ||
+			    (r.ents[i].has_attr && r.ents[i].attr.fileid == (uint64_t)parent.st_ino))
+				fail_msg("READDIR%s of the export root gave \"..\" the parent's fileid",
+					 plus ? "PLUS" : "");
+		}
+		assert_true(seen);
+	}
 	st = it_lookup(rpc, &root, "..", &r);
 	if (st != NFS3_OK)
 		return;			/* refusing is fine too */
