@@ -1541,6 +1541,61 @@ static void test_inflight_bound_within_a_read(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+/* test_queued_bound_within_a_read -- the bound on the replies a client
+ * leaves unread (RPC_MAX_QUEUED, 4 MiB) holds within one read too: 200
+ * READs of 1 MiB in one write (some 25 KiB, read at once) of a file in the
+ * page cache (so the event loop runs them itself and queues every reply)
+ * must not be run all before the server notices that none is read: that
+ * would queue 200 MiB for one client (the in-flight bound alone lets 256
+ * calls through). test_slow_reader's calls come one write at a time, and
+ * the check after each read stops them. */
+static void test_queued_bound_within_a_read(void **state)
+{
+	static char data[1 << 20];
+	static struct it_buf all;
+	struct it_fh f;
+	int fd;
+
+	(void)state;
+	it_fill(data, sizeof(data), 9);
+	assert_int_equal(it_write_file(it_path(&srv, "slow2"), data, sizeof(data), 0644), 0);
+	assert_int_equal(it_lookup(rpc, &root, "slow2", &r), NFS3_OK);
+	f = r.fh;
+	/* in the page cache, and the descriptor cache warm */
+	assert_int_equal(it_read(rpc, &f, 0, 1 << 20, &r), NFS3_OK);
+	it_buf_reset(&all);
+	for (uint32_t i = 0; i < 200; i++) {
+		it_buf_reset(&call);
+		it_put_call(&call, 0x3e00 + i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
+		it_put_fh(&call, &f);
+		it_put64(&call, 0);
+		it_put32(&call, 1 << 20);
+		put_record(&all, &call);
+	}
+	assert_true(all.len < 65536);
+	long rss0 = it_is_ganesha() ? 0 : rss_kib(srv.pid);
+	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	assert_true(fd >= 0);
+	{
+		int small = 4096;
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	}
+	assert_int_equal(it_send_all(fd, all.b, all.len), 0);
+	long grew = 0;
+	for (int i = 0; i < 15 && !it_is_ganesha(); i++) {
+		long rss = rss_kib(srv.pid);
+		grew = rss - rss0 > grew ? rss - rss0 : grew;
+		if (grew > 96 * 1024)
+			fail_msg("the server's RSS grew by %ld KiB for one read of calls whose replies "
+				 "are not read", grew);
+		usleep(100 * 1000);
+	}
+	print_message("the server's RSS grew by %ld KiB at most\n", grew);
+	close(fd);
+	assert_alive();
+}
+
 static void test_half_close(void **state)
 {
 	/* calls, then the client shuts its side down (SHUT_WR), as a client
@@ -1987,6 +2042,7 @@ int main(void)
 		cmocka_unit_test(test_fuzz_records),
 		cmocka_unit_test(test_many_idle_connections),
 		cmocka_unit_test(test_inflight_bound_within_a_read),
+		cmocka_unit_test(test_queued_bound_within_a_read),
 		cmocka_unit_test(test_half_close),
 		cmocka_unit_test(test_idle_connections_closed),
 		cmocka_unit_test(test_connection_limit),
