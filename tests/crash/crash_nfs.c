@@ -353,30 +353,49 @@ static void unescape_mountinfo(char *p)
 	*o = '\0';
 }
 
+/* path_under -- whether path is mp or lies below it */
+static int path_under(const char *path, const char *mp)
+{
+	size_t n = strlen(mp);
+
+	return path[0] && !strncmp(path, mp, n) && (path[n] == '/' || path[n] == '\0');
+}
+
 /* detach_loop_mounts -- in a private mount namespace just made: let go of
- * every filesystem on a loop device but our own export. The namespace's
- * copies of them would keep them alive after their owner unmounts them:
- * a power-cut test (ours or another run's) that then writes an image copy
- * to the device would write under a live filesystem and corrupt it. */
+ * every filesystem on a loop device but those the server needs (its
+ * binary, its state directory and log, its export, the working directory).
+ * The namespace's copies of the others would keep them alive after their
+ * owner unmounts them: a power-cut test (ours or another run's) that then
+ * writes an image copy to the device would write under a live filesystem
+ * and corrupt it. Called before the mounts change: the paths are resolved
+ * first. */
 static void detach_loop_mounts(void)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char line[4096], mp[4096], src[4096];
+	char bin[512], need[6][PATH_MAX];
+	const char *want[6] = { srv.export, srv.dir, srv.nvram, srv.conf, bin, "." };
+	int nneed = 0;
 
+	snprintf(bin, sizeof(bin), "%s/presto-nfsd", cfg.bin);
+	for (int i = 0; i < 6; i++)
+		if (want[i][0] && realpath(want[i], need[nneed]))
+			nneed++;
 	while (f && fgets(line, sizeof(line), f)) {
 		char *dash = strstr(line, " - ");
+		int keep = 0;
 
 		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
 		    sscanf(dash + 3, "%*s %4095s", src) != 1 || strncmp(src, "/dev/loop", 9))
 			continue;
 		unescape_mountinfo(mp);
-		size_t n = strlen(mp);
-		/* not the export, nor a filesystem it lies on (a root on a
-		 * loop device) */
-		if (!strcmp(mp, "/") || (!strncmp(srv.export, mp, n) &&
-					 (srv.export[n] == '/' || srv.export[n] == '\0')))
-			continue;
-		umount2(mp, MNT_DETACH);	/* a failure leaves it as it was */
+		/* not a filesystem the server needs, nor one they lie on (a
+		 * root on a loop device) */
+		keep = !strcmp(mp, "/") || path_under(srv.export, mp);
+		for (int i = 0; i < nneed && !keep; i++)
+			keep = path_under(need[i], mp);
+		if (!keep)
+			umount2(mp, MNT_DETACH);	/* a failure leaves it as it was */
 	}
 	if (f)
 		fclose(f);
