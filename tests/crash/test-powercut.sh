@@ -46,7 +46,21 @@ cleanup() {
 	fi
 	[ -n "$dev" ] && losetup -d "$dev" 2>/dev/null
 	dev=""
-	[ -n "$shared" ] && umount "$tmp" 2>/dev/null
+	if [ -n "$shared" ]; then
+		# a server crash_nfs killed just now (stopped by a signal) can
+		# hold the loop device, and the device the image in $tmp, for a
+		# moment: wait for it, then let go of the mount lazily rather
+		# than leave it
+		i=0
+		while ! umount "$tmp" 2>/dev/null; do
+			i=$((i + 1))
+			if [ $i -ge 100 ]; then
+				umount -l "$tmp"
+				break
+			fi
+			sleep 0.1
+		done
+	fi
 	shared=""
 	rm -rf "$tmp"
 }
@@ -59,12 +73,17 @@ mkdir -p "$mnt"
 # beside this test) are slaves of it, so the umount before a copy is written
 # back reaches their copies too. A copy there that stayed would keep this
 # filesystem alive, and the copy would be written under it.
-if ! mount --bind "$tmp" "$tmp" || ! mount --make-shared "$tmp"; then
+if ! mount --bind "$tmp" "$tmp"; then
+	echo "test-powercut: could not bind-mount $tmp"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+shared=1	# from here on the cleanup unmounts it
+if ! mount --make-shared "$tmp"; then
 	echo "test-powercut: could not make $tmp a shared mount"
 	echo "0 passed, 1 failed"
 	exit 1
 fi
-shared=1
 truncate -s 128M "$img"
 if ! mkfs.ext4 -q -F "$img" || ! dev=$(losetup -f --show "$img") || ! mount "$dev" "$mnt"; then
 	echo "test-powercut: could not set up an ext4 image on a loop device"
