@@ -219,11 +219,13 @@ static bool same_inode(const struct stat *a, const struct stat *b)
 
 /* relock -- a name looked up before log_begin now names another object,
  * whose stripe is not held and cannot be taken now (lock order). Nothing is
- * changed yet: unlock, and the caller starts again (on the loop thread, a
- * worker does; a worker tries 3 times, then the client retries later). */
+ * changed yet: unlock, and the caller starts again as root, as the call
+ * began (on the loop thread, a worker does; a worker tries 3 times, then
+ * the client retries later). */
 static nfsstat3 relock(struct call *c, int *tries)
 {
 	presto_commit(&c->txn, NULL, NULL, 0);	/* no record: unlocks */
+	vfs_become_root();	/* the look starts again as root (obj_get) */
 	if (c->on_loop)
 		return call_defer(c);
 	return ++*tries < 3 ? NFS3_OK : NFS3ERR_JUKEBOX;
