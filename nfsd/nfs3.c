@@ -1448,7 +1448,6 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 	int tries = 0;
 again:
 	have_victim = fstatat(d.fd, name, &locked, AT_SYMLINK_NOFOLLOW) == 0;
-	vst = locked;
 	const struct stat *sts[] = { &d.st, have_victim ? &locked : NULL };
 	if ((st = log_begin(c, &d, sts, 2, 1024)) != NFS3_OK)
 		goto done;
