@@ -260,6 +260,17 @@ static void test_access(void **state)
 	a.access = ACCESS3_LOOKUP | ACCESS3_DELETE | ACCESS3_MODIFY;
 	assert_int_equal(it_nfs3(rpc, NFS3_ACCESS, &a, &r), NFS3_OK);
 	assert_true(r.access & ACCESS3_LOOKUP);
+	if (!it_is_ganesha()) {
+		/* DELETE is a directory's (removing an entry of it), as
+		 * knfsd: not granted on a file, granted on a writable
+		 * directory */
+		assert_true(r.access & ACCESS3_DELETE);
+		a.object = it_fh3(&f);
+		a.access = ACCESS3_DELETE | ACCESS3_MODIFY;
+		assert_int_equal(it_nfs3(rpc, NFS3_ACCESS, &a, &r), NFS3_OK);
+		assert_true(r.access & ACCESS3_MODIFY);
+		assert_false(r.access & ACCESS3_DELETE);
+	}
 	/* another user on a root-owned 0644 file: read only */
 	u = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 	assert_non_null(u);
@@ -271,6 +282,21 @@ static void test_access(void **state)
 	assert_true(r.access & ACCESS3_READ);
 	assert_false(r.access & ACCESS3_MODIFY);
 	assert_false(r.access & ACCESS3_EXTEND);
+	/* the owner's override (a file it made read-only stays writable to
+	 * it, as knfsd) is for files only: a read-only directory it owns is
+	 * not writable */
+	assert_int_equal(mkdir(it_path(&srv, "access/ro"), 0555), 0);
+	assert_int_equal(chown(it_path(&srv, "access/ro"), 1000, 1000), 0);
+	assert_int_equal(it_lookup(rpc, &d, "ro", &r), NFS3_OK);
+	{
+		struct it_fh ro = r.fh;
+
+		a.object = it_fh3(&ro);
+		a.access = ACCESS3_LOOKUP | ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE;
+		assert_int_equal(it_nfs3(u, NFS3_ACCESS, &a, &r), NFS3_OK);
+		assert_true(r.access & ACCESS3_LOOKUP);
+		assert_int_equal(r.access & (ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE), 0);
+	}
 	it_rpc_close(u);
 }
 
