@@ -742,7 +742,17 @@ static const struct it_export both_exports[] = {
 	{ "b", EXPORT_RW },
 };
 
+static void add_image_export_as(char *img, size_t imglen, const char *opts,
+				const struct it_export *ex);
+
 static void add_image_export(char *img, size_t imglen, const char *opts)
+{
+	add_image_export_as(img, imglen, opts, both_exports);
+}
+
+/* add_image_export_as -- add_image_export, b's line from ex[1] */
+static void add_image_export_as(char *img, size_t imglen, const char *opts,
+				const struct it_export *ex)
 {
 	char cmd[2048], buf[4096];
 
@@ -755,7 +765,7 @@ static void add_image_export(char *img, size_t imglen, const char *opts)
 		dropped_mnt[0] = '\0';
 		fail_msg("could not mount an ext4 image: %s", cmd);
 	}
-	assert_int_equal(it_server_reload(&srv, both_exports, 2), 0);
+	assert_int_equal(it_server_reload(&srv, ex, 2), 0);
 	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));	/* done when it answers */
 }
 
@@ -977,6 +987,107 @@ static void test_dropped_export_can_be_unmounted(void **state)
 	if (rc != 0)
 		fail_msg("the dropped export's filesystem is still busy 5 s after the reload");
 	dropped_mnt[0] = '\0';
+}
+
+static bool b_frozen;
+
+static int freeze_teardown(void **state)
+{
+	char cmd[256];
+
+	if (b_frozen) {
+		snprintf(cmd, sizeof(cmd), "fsfreeze -u '%s'", dropped_mnt);
+		if (system(cmd) == 0)
+			b_frozen = false;
+	}
+	return drop_teardown(state);
+}
+
+/* cpu_ticks -- user + system time of process pid, in clock ticks */
+static long long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024];
+	long long ut = -1, st = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	char *p = strrchr(buf, ')');	/* past the command name */
+	assert_non_null(p);
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld",
+				&ut, &st), 2);
+	return ut + st;
+}
+
+static void test_drain_does_not_spin(void **state)
+{
+	/* SIGTERM while a call is in flight: the server stops reading and
+	 * lets the call finish. A client that sent a call after the SIGTERM
+	 * left input unread on its connection, and the level-triggered
+	 * epoll_wait of the drain came back at once, again and again: a core
+	 * spun until the call finished or the 10-s deadline. The call held
+	 * here: a WRITE to a nopresto export (run on a worker) whose ext4 is
+	 * frozen */
+	static const struct it_export ex[] = {
+		{ "export", EXPORT_RW },
+		{ "b", "127.0.0.1(rw,insecure,no_root_squash,nopresto)" },
+	};
+	char img[160], cmd[256];
+	struct it_fh broot, f;
+	struct slot w = { 0, 0 }, n = { 0, 0 };
+
+	(void)state;
+	start_logged(EXPORT_RW, NULL);
+	add_image_export_as(img, sizeof(img), "loop", ex);
+	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	assert_non_null(m);
+	assert_int_equal(it_mnt(m, dropped_mnt, &broot), MNT3_OK);
+	it_rpc_close(m);
+	struct rpc_context *a = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	struct rpc_context *b = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(it_create(a, &broot, "f", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+
+	snprintf(cmd, sizeof(cmd), "fsfreeze -f '%s'", dropped_mnt);
+	assert_int_equal(system(cmd), 0);
+	b_frozen = true;
+	WRITE3args wa;
+	memset(&wa, 0, sizeof(wa));
+	wa.file = it_fh3(&f);
+	wa.count = 4;
+	wa.stable = FILE_SYNC;
+	wa.data.data_len = 4;
+	wa.data.data_val = "held";
+	pending = 1;
+	assert_int_equal(rpc_nfs3_write_async(a, slot_cb, &wa, &w), 0);
+	it_wait(a, &w.done, 300);	/* sent; it waits for the thaw */
+	assert_false(w.done);
+
+	assert_int_equal(kill(srv.pid, SIGTERM), 0);
+	usleep(300 * 1000);		/* the server drains */
+	pending++;
+	assert_int_equal(rpc_nfs3_null_async(b, slot_cb, &n), 0);
+	it_wait(b, &n.done, 200);	/* sent, never read */
+	long long t0 = cpu_ticks(srv.pid);
+	usleep(1000 * 1000);
+	long long used = cpu_ticks(srv.pid) - t0;
+	print_message("the draining server used %lld ticks of CPU in 1 s\n", used);
+
+	snprintf(cmd, sizeof(cmd), "fsfreeze -u '%s'", dropped_mnt);
+	assert_int_equal(system(cmd), 0);
+	b_frozen = false;
+	it_wait(a, &w.done, 5000);
+	assert_true(w.done);
+	assert_int_equal(w.status, NFS3_OK);	/* the call in flight was answered */
+	it_rpc_close(a);
+	it_rpc_close(b);
+	assert_int_equal(it_server_restart(&srv, SIGTERM), 0);	/* it exited 0 */
+	if (used > sysconf(_SC_CLK_TCK) / 4)
+		fail_msg("the draining server spun: %lld ticks of CPU in 1 s", used);
 }
 
 static void other_mark(struct it_server *s)
@@ -2645,6 +2756,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_second_server_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_state_files_are_private, test_teardown),
 		cmocka_unit_test_teardown(test_dropped_export_is_synced_before_trim, drop_teardown),
+		cmocka_unit_test_teardown(test_drain_does_not_spin, freeze_teardown),
 		cmocka_unit_test_teardown(test_dropped_export_can_be_unmounted, drop_teardown),
 		cmocka_unit_test_teardown(test_restart_syncs_dropped_export, drop_teardown),
 		cmocka_unit_test_teardown(test_writeback_error_keeps_the_log, wb_teardown),
