@@ -299,6 +299,58 @@ static void test_identity_does_not_leak(void **state)
 	it_rpc_close(u);
 }
 
+static void test_access_without_owner_override(void **state)
+{
+	/* ACCESS tells the mode bits as they are, also to the owner (knfsd:
+	 * no owner override in nfsd_access): the Linux client checks open(2)
+	 * and access(2) with it, so an owner's open for writing of his own
+	 * 0444 file must fail there as on a local disk. The owner override
+	 * is for the I/O itself: WRITE to a file the owner opened before a
+	 * chmod 0444 (or created 0444) still succeeds. */
+	struct it_fh ro = mkfile("own444", 1000, 1000, 0444);
+	struct it_fh none = mkfile("own000", 1000, 1000, 0000);
+	struct rpc_context *u = as(1000, 1000, 0, NULL);
+	ACCESS3args a = { .access = ACCESS3_READ | ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_EXECUTE };
+
+	(void)state;
+	a.object = it_fh3(&ro);
+	assert_int_equal(it_nfs3(u, NFS3_ACCESS, &a, &r), NFS3_OK);
+	assert_int_equal(r.access, ACCESS3_READ);
+	a.object = it_fh3(&none);
+	assert_int_equal(it_nfs3(u, NFS3_ACCESS, &a, &r), NFS3_OK);
+	assert_int_equal(r.access, 0);
+	assert_int_equal(it_write(u, &ro, 0, "mine", 4, FILE_SYNC, &r), NFS3_OK);
+	assert_int_equal(it_read(u, &none, 0, 4, &r), NFS3_OK);
+	it_rpc_close(u);
+}
+
+static void test_readdir_without_search_permission(void **state)
+{
+	/* a directory the caller may read but not search (r--): its names
+	 * are listed, as by ls on a local disk and by knfsd (READDIRPLUS gives
+	 * no attributes or handles for them); a LOOKUP in it is refused */
+	struct it_fh d = mkdirectory("noexec", 1001, 1001, 0744);
+	struct rpc_context *u = as(1000, 1000, 0, NULL);
+	int found;
+
+	(void)state;
+	mkfile("noexec/inside", 1001, 1001, 0644);
+	for (int plus = 0; plus < 2; plus++) {
+		assert_int_equal(it_readdir_all(u, &d, plus, 4096, &r, NULL), NFS3_OK);
+		found = 0;
+		for (size_t i = 0; i < r.nents; i++)
+			if (!strcmp(r.ents[i].name, "inside")) {
+				found = 1;
+				if (plus)
+					assert_false(r.ents[i].has_fh);
+			}
+		if (!found)
+			fail_msg("READDIR%s of a r-- directory: \"inside\" not listed", plus ? "PLUS" : "");
+	}
+	assert_int_equal(it_lookup(u, &d, "inside", &r), NFS3ERR_ACCES);
+	it_rpc_close(u);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -308,6 +360,8 @@ int main(void)
 		cmocka_unit_test(test_sticky_directory),
 		cmocka_unit_test(test_groups),
 		cmocka_unit_test(test_identity_does_not_leak),
+		cmocka_unit_test(test_access_without_owner_override),
+		cmocka_unit_test(test_readdir_without_search_permission),
 	};
 
 	it_init(55);
