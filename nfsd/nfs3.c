@@ -749,16 +749,19 @@ static void nfs3_access(struct call *c, void *a, void *r)
 		goto out;
 	if ((res->status = become(c, &o)) != NFS3_OK)
 		goto fail;
+	/* the mode bits as they are, without the owner override that READ
+	 * and WRITE give (open_data): the client checks open(2) and access(2)
+	 * with this answer, and the owner's open of his own 0444 file for
+	 * writing must fail there (knfsd's nfsd_access likewise) */
 	bool dir = S_ISDIR(o.st.st_mode);
-	bool owner = caller_uid(c, &o) == o.st.st_uid && S_ISREG(o.st.st_mode);
-	if ((want & ACCESS3_READ) && (may(o.fd, R_OK) || owner))
+	if ((want & ACCESS3_READ) && may(o.fd, R_OK))
 		got |= ACCESS3_READ;
 	if ((want & ACCESS3_LOOKUP) && dir && may(o.fd, X_OK))
 		got |= ACCESS3_LOOKUP;
 	if ((want & ACCESS3_EXECUTE) && !dir && may(o.fd, X_OK))
 		got |= ACCESS3_EXECUTE;
 	if (o.opts->rw && (want & (ACCESS3_MODIFY | ACCESS3_EXTEND | ACCESS3_DELETE)) &&
-	    (may(o.fd, W_OK) || owner)) {
+	    may(o.fd, W_OK)) {
 		got |= want & (ACCESS3_MODIFY | ACCESS3_EXTEND);
 		if (dir)
 			got |= want & ACCESS3_DELETE;
