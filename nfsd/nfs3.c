@@ -1790,7 +1790,12 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 		return NFS3ERR_BAD_COOKIE;
 	if ((st = become(c, d)) != NFS3_OK)
 		return st;
-	dfd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* through /proc, as the caller: read permission on the directory is
+	 * enough to list its names (an openat of "." would also want search
+	 * permission, which only the entries' attributes and handles need) */
+	char p[32];
+	vfs_proc_path(d->fd, p);
+	dfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
 		st = vfs_nfserr(errno);
 		goto out;
