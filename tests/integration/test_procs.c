@@ -282,9 +282,8 @@ static void test_access(void **state)
 	assert_true(r.access & ACCESS3_READ);
 	assert_false(r.access & ACCESS3_MODIFY);
 	assert_false(r.access & ACCESS3_EXTEND);
-	/* the owner's override (a file it made read-only stays writable to
-	 * it, as knfsd) is for files only: a read-only directory it owns is
-	 * not writable */
+	/* ACCESS gives the owner no override (test_perms), not on a
+	 * directory either: a read-only directory it owns is not writable */
 	assert_int_equal(mkdir(it_path(&srv, "access/ro"), 0555), 0);
 	assert_int_equal(chown(it_path(&srv, "access/ro"), 1000, 1000), 0);
 	assert_int_equal(it_lookup(rpc, &d, "ro", &r), NFS3_OK);
