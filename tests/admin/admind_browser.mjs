@@ -142,14 +142,26 @@ try {
       await page.waitForFunction(() => document.getElementById('state').textContent === 'UNREACHABLE',
         null, { timeout: 15000 });
       await page.waitForTimeout(1200);
-      const t = await page.evaluate(() => ['occ', 'age', 'ops', 'lat', 'rpp'].map(
+      const t = await page.evaluate(() => ['occ', 'age', 'ops', 'lat', 'rpp', 'destage', 'avoided'].map(
         (id) => document.getElementById(id).textContent));
       if (t.some((v) => v !== '–')) throw new Error('stale figures: ' + JSON.stringify(t));
+      /* nor the last counters of the procedures, nor switches and flush
+       * buttons that can only fail */
+      const rows = await page.evaluate(() => document.getElementById('procs').tBodies[0].rows.length);
+      if (rows !== 0) throw new Error(`the procedure table keeps ${rows} stale rows`);
+      const live = await page.evaluate(() => [...document.querySelectorAll(
+        '#exports input, #exports button')].filter((e) => !e.disabled).length);
+      if (live !== 0) throw new Error(`${live} export controls stay enabled`);
     } finally {
       process.kill(pid, 'SIGCONT');
     }
     await page.waitForFunction(() => document.getElementById('state').textContent === 'UP',
       null, { timeout: 15000 });
+    /* and they come back with presto-nfsd */
+    await page.waitForFunction((r) => {
+      const cb = document.querySelector(`${r} input`);
+      return cb && !cb.disabled && document.getElementById('procs').tBodies[0].rows.length > 0;
+    }, row, { timeout: 8000 });
   });
 
   await step('a malformed token in the address does not stop the console', async () => {
