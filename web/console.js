@@ -104,11 +104,17 @@ function renderStatus(st) {
   }));
 
   if (!st.reachable || !nfsd) {
-    /* nothing is known while presto-nfsd does not answer: no stale figures */
-    for (const id of ['occ', 'age', 'ops', 'lat', 'rpp']) $(id).textContent = '–';
+    /* nothing is known while presto-nfsd does not answer: no stale figures,
+     * no stale procedure counts, and no switch or flush button that can
+     * only fail (they are drawn again when it answers) */
+    for (const id of ['occ', 'age', 'ops', 'lat', 'rpp', 'destage', 'avoided']) $(id).textContent = '–';
     $('occ-bar').style.width = '0';
-    $('occ-detail').textContent = '';
-    $('lat-proc').textContent = '';
+    for (const id of ['occ-detail', 'lat-proc', 'destage-detail', 'avoided-detail']) $(id).textContent = '';
+    $('procs').tBodies[0].replaceChildren();
+    if (!state.busy) {
+      for (const el of document.querySelectorAll('#exports input, #exports button')) el.disabled = true;
+      state.exportsKey = '';
+    }
     return;
   }
   const occ = nfsd.occupancy_pct || 0;
