@@ -324,6 +324,14 @@ def test_list(srv):
     check("presto -l: exit 0", rc == 0, err)
     check("presto -l: exports with clients and options",
           srv.export("fast") in out and "127.0.0.1(rw," in out and "*(ro," in out, out)
+    # the export lines say why acceleration is off, as presto(8) says
+    heads = {l.split("\t")[0]: l for l in out.splitlines() if l and not l.startswith("\t")}
+    check("presto -l: the nopresto export is off because of nopresto",
+          "presto=off" in heads.get(srv.export("slow"), "") and
+          "nopresto" in heads.get(srv.export("slow"), "").split("presto=off", 1)[-1], str(heads))
+    check("presto -l: the read-only export is off because it is read-only, not nopresto",
+          "presto=off" in heads.get(srv.export("ro"), "") and "read-only" in heads.get(srv.export("ro"), "")
+          and "nopresto" not in heads.get(srv.export("ro"), ""), str(heads))
     rc, ans, err = presto_json(srv, "-l")
     check("presto -l --json: exit 0", rc == 0 and len(ans) == 1, err)
     slow = by_path(ans[0], srv, "slow")
@@ -359,6 +367,15 @@ def test_enable_disable(srv):
     rc, ans, err = presto_json(srv)
     check("after -u: export on", by_path(ans[0], srv, "fast")["presto"] is True)
 
+    # -u for all: the exports left off are named with their real reason
+    rc, out, err = presto(srv, "-u")
+    lines = {l.split(": ", 1)[0]: l for l in out.splitlines()}
+    check("presto -u (all): the nopresto export is off (nopresto)",
+          rc == 0 and "off" in lines.get(srv.export("slow"), "") and
+          "nopresto" in lines.get(srv.export("slow"), ""), out)
+    check("presto -u (all): the read-only export is off (read-only), not nopresto",
+          rc == 0 and "read-only" in lines.get(srv.export("ro"), "") and
+          "nopresto" not in lines.get(srv.export("ro"), ""), out)
     rc, ans, err = presto_json(srv, "-d")
     check("presto -d (all) --json: ok", rc == 0 and ans[0]["ok"] is True, err)
     check("after -d (all): every export off", all(not e["presto"] for e in ans[0]["exports"]))
