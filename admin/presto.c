@@ -283,6 +283,19 @@ static const char *kind_text(const char *kind)
 
 #define ROW "%-22s "
 
+/* off_reason -- why export e (of a status or exports answer) cannot be
+ * accelerated, or NULL when nothing in its configuration stops it */
+static const char *off_reason(json_t *e)
+{
+	if (json_is_true(json_object_get(e, "read_only")))
+		return "read-only";
+	if (!json_is_true(json_object_get(e, "presto_option")))
+		return "nopresto in the exports file";
+	if (json_is_true(json_object_get(e, "no_mark")))
+		return "its root refuses the log's extended attribute";
+	return NULL;
+}
+
 static void show_status(json_t *st)
 {
 	json_t *nv = json_object_get(st, "nvram"), *ex = json_object_get(st, "exports"), *e;
@@ -330,13 +343,10 @@ static void show_status(json_t *st)
 		printf(ROW "%zu of %zu accelerated\n", "exports", on, json_array_size(ex));
 	json_array_foreach(ex, i, e) {
 		bool acc = json_is_true(json_object_get(e, "presto"));
-		bool opt = json_is_true(json_object_get(e, "presto_option"));
-		bool ro = json_is_true(json_object_get(e, "read_only"));
-		bool nomark = json_is_true(json_object_get(e, "no_mark"));
+		const char *why = acc ? NULL : off_reason(e);
 
-		printf("  %-*s  %s%s\n", (int)width, str(e, "path"), acc ? "on" : "off",
-		       ro ? " (read-only)" : !acc && !opt ? " (nopresto in the exports file)" :
-		       !acc && nomark ? " (its root refuses the log's extended attribute)" : "");
+		printf("  %-*s  %s%s%s%s\n", (int)width, str(e, "path"), acc ? "on" : "off",
+		       why ? " (" : "", why ? why : "", why ? ")" : "");
 	}
 }
 
@@ -418,8 +428,11 @@ static void show_exports(json_t *ans)
 	size_t i, j;
 
 	json_array_foreach(ex, i, e) {
-		printf("%s\tid=%llu presto=%s\n", str(e, "path"), (unsigned long long)num(e, "id"),
-		       json_is_true(json_object_get(e, "presto")) ? "on" : "off");
+		bool acc = json_is_true(json_object_get(e, "presto"));
+		const char *why = acc ? NULL : off_reason(e);
+
+		printf("%s\tid=%llu presto=%s%s%s%s\n", str(e, "path"), (unsigned long long)num(e, "id"),
+		       acc ? "on" : "off", why ? " (" : "", why ? why : "", why ? ")" : "");
 		cl = json_object_get(e, "clients");
 		json_array_foreach(cl, j, c)
 			printf("\t%s(%s)\n", str(c, "client"), str(c, "options"));
@@ -445,9 +458,13 @@ static void show_switched(json_t *ans, json_t *names, bool on)
 				la--;
 			named |= la == strlen(b) && !strncmp(a, b, la);
 		}
-		if (named)
-			printf("%s: presto %s\n", str(e, "path"),
-			       json_is_true(json_object_get(e, "presto")) ? "on" : (on ? "off (nopresto)" : "off"));
+		if (named) {
+			bool acc = json_is_true(json_object_get(e, "presto"));
+			const char *why = acc || !on ? NULL : off_reason(e);
+
+			printf("%s: presto %s%s%s%s\n", str(e, "path"), acc ? "on" : "off",
+			       why ? " (" : "", why ? why : "", why ? ")" : "");
+		}
 	}
 }
 
