@@ -522,6 +522,30 @@ def test_protocol(srv):
     check("last line without newline answered at EOF", a and a["id"] == "last", str(a))
     c.close()
 
+    # a request written whole, then the connection closed at once without
+    # reading the answer (echo ... | nc -U): it is carried out all the same,
+    # not dropped or not depending on whether the close came first
+    done = 0
+    for i in range(20):
+        want = i % 2 == 1          # release, hold, release, ... (held at start)
+        c = Ctl(srv.sock)
+        c.send(json.dumps({"cmd": "hold", "hold": want}).encode() + b"\n")
+        c.close()
+        ok = False
+        for _ in range(50):
+            c = Ctl(srv.sock)
+            st = c.call({"cmd": "status"})
+            c.close()
+            if st["held"] is want:
+                ok = True
+                break
+            time.sleep(0.02)
+        done += ok
+    c = Ctl(srv.sock)
+    c.call({"cmd": "hold", "hold": True})
+    c.close()
+    check("a request followed at once by a close is carried out (20 of 20)", done == 20, "%d of 20" % done)
+
     # over-long line: an error, then the connection is closed
     c = Ctl(srv.sock)
     try:
