@@ -75,6 +75,8 @@ struct ctl_client {
 	size_t out_len, out_off, out_cap;
 	bool busy;			/* a request is with the worker */
 	bool eof;			/* the peer shut its side: answer, then close */
+	bool hup;			/* the peer is gone both ways: run what it
+					 * sent, then close (no answer reaches it) */
 	bool closing;			/* close once the output is drained */
 	bool dead;			/* closed while busy: the job frees it */
 	uint32_t events;		/* as registered with epoll */
@@ -813,6 +815,8 @@ static void ctl_client_update(struct ctl_client *c)
 	for (;;) {
 		if (!c->busy)
 			ctl_drain_lines(c);
+		if (c->hup)
+			c->out_off = c->out_len;	/* no one to read it */
 		while (c->out_off < c->out_len) {
 			ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
 					 MSG_NOSIGNAL);
@@ -834,6 +838,18 @@ static void ctl_client_update(struct ctl_client *c)
 		if (c->out_len == 0 && !c->busy && !c->closing && ctl_has_line(c))
 			continue;
 		break;
+	}
+	if (c->hup) {
+		/* nothing can be sent: close once the requests it sent have
+		 * run. While one is with the worker, leave epoll, which would
+		 * report the hang-up again and again; ctl_collect comes back. */
+		if (!c->busy) {
+			ctl_client_close(c);
+		} else if (c->events) {
+			epoll_ctl(ctl.ep, EPOLL_CTL_DEL, c->fd, NULL);
+			c->events = 0;
+		}
+		return;
 	}
 	if (c->out_len > c->out_off) {
 		want |= EPOLLOUT;
@@ -1019,13 +1035,20 @@ static void *ctl_main(void *arg)
 					live |= k == c;
 				if (!live)
 					continue;
-				/* gone both ways: no answer can reach it any more */
-				if (ev[i].events & (EPOLLHUP | EPOLLERR))
+				/* gone both ways: no answer can reach it any more,
+				 * but the requests it wrote before it went are
+				 * carried out (whether or not the hang-up came
+				 * before the control thread read them) */
+				if (ev[i].events & EPOLLERR) {
 					ctl_client_close(c);
-				else if (ev[i].events & EPOLLIN)
+				} else if (ev[i].events & EPOLLHUP) {
+					c->hup = true;
 					ctl_client_read(c);
-				else
+				} else if (ev[i].events & EPOLLIN) {
+					ctl_client_read(c);
+				} else {
 					ctl_client_update(c);
+				}
 			}
 		}
 		if (ctl_now_ms() - last_sweep >= 1000) {
