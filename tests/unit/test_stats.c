@@ -3,13 +3,16 @@
  * histogram's buckets are monotonic and contiguous, each bucket's upper bound
  * is the largest value it holds and is within 25% of any value in it;
  * percentiles of known distributions land in the bucket of the exact
- * percentile; counters, reset and the procedure names.
+ * percentile; counters, reset and the procedure names; a snapshot taken
+ * while calls are recorded has no more histogram entries, errors or
+ * logged calls than calls.
  *
  * bucket_upper() is static: stats_percentile() of a histogram with a single
  * count in bucket b returns it, which is how these tests read it.
  */
 #include "nfsd/stats.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -302,6 +305,59 @@ static void test_record_snapshot_reset(void **state)
 	}
 }
 
+/* ---- a snapshot taken while calls are recorded ---- */
+
+static volatile int recording;
+
+static void *recorder(void *arg)
+{
+	uint64_t ns = 1000;
+
+	(void)arg;
+	while (recording) {
+		stats_record(STATS_NFS_BASE + NFSPROC3_WRITE, ns, (ns & 1) != 0);
+		stats_record_log(STATS_NFS_BASE + NFSPROC3_WRITE, ns / 2);
+		ns = ns * 7 % 1000003 + 1;
+	}
+	return NULL;
+}
+
+/* A snapshot taken while calls go on is consistent in what its readers
+ * rely on: no more calls in the latency histogram than counted (a
+ * Prometheus histogram whose le bucket is above +Inf, i.e. _count), no
+ * more errors than calls, no more calls answered from the log than calls. */
+static void test_snapshot_while_recording(void **state)
+{
+	static struct stats_proc snap[STATS_NPROCS];
+	const struct stats_proc *w = &snap[STATS_NFS_BASE + NFSPROC3_WRITE];
+	pthread_t th[2];
+	unsigned bad_hist = 0, bad_errors = 0, bad_log = 0, n;
+
+	(void)state;
+	stats_reset();
+	recording = 1;
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, recorder, NULL), 0);
+	for (n = 0; n < 20000; n++) {
+		uint64_t hsum = 0;
+
+		stats_snapshot(snap);
+		for (int b = 0; b < STATS_BUCKETS; b++)
+			hsum += w->hist[b];
+		bad_hist += hsum > w->count;
+		bad_errors += w->errors > w->count;
+		bad_log += w->log_count > w->count;
+	}
+	recording = 0;
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	if (bad_hist || bad_errors || bad_log)
+		fail_msg("of %u snapshots, %u had more calls in the histogram than counted, "
+			 "%u more errors than calls, %u more logged calls than calls",
+			 n, bad_hist, bad_errors, bad_log);
+	stats_reset();
+}
+
 /* ---- names ---- */
 
 static void test_names(void **state)
@@ -394,6 +450,7 @@ int main(void)
 		cmocka_unit_test(test_percentile_exponential),
 		cmocka_unit_test(test_percentile_single_and_empty),
 		cmocka_unit_test(test_record_snapshot_reset),
+		cmocka_unit_test(test_snapshot_while_recording),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_count_le),
 	};
