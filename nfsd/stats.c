@@ -44,31 +44,38 @@ void stats_record(int idx, uint64_t ns, bool error)
 	if (idx < 0 || idx >= STATS_NPROCS)
 		return;
 	struct stats_proc *p = &S[idx];
+	/* count first, the rest after it (release): a snapshot that reads the
+	 * rest first (acquire) and count last never sees a call in the
+	 * histogram or the errors that it does not count */
 	__atomic_add_fetch(&p->count, 1, __ATOMIC_RELAXED);
 	if (error)
-		__atomic_add_fetch(&p->errors, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&p->errors, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&p->sum_ns, ns, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&p->hist[stats_bucket(ns)], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p->hist[stats_bucket(ns)], 1, __ATOMIC_RELEASE);
 }
 
 void stats_record_log(int idx, uint64_t ns)
 {
 	if (idx < 0 || idx >= STATS_NPROCS)
 		return;
-	__atomic_add_fetch(&S[idx].log_count, 1, __ATOMIC_RELAXED);
+	/* after stats_record's count (dispatch.c records the call first) */
+	__atomic_add_fetch(&S[idx].log_count, 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&S[idx].log_ns, ns, __ATOMIC_RELAXED);
 }
 
+/* stats_snapshot -- count is read last: every call the histogram, errors
+ * or log_count hold was counted before them, so the copy never has more of
+ * them than calls (a Prometheus histogram bucket above _count otherwise). */
 void stats_snapshot(struct stats_proc out[STATS_NPROCS])
 {
 	for (int i = 0; i < STATS_NPROCS; i++) {
-		out[i].count = __atomic_load_n(&S[i].count, __ATOMIC_RELAXED);
-		out[i].errors = __atomic_load_n(&S[i].errors, __ATOMIC_RELAXED);
-		out[i].sum_ns = __atomic_load_n(&S[i].sum_ns, __ATOMIC_RELAXED);
-		out[i].log_count = __atomic_load_n(&S[i].log_count, __ATOMIC_RELAXED);
+		out[i].log_count = __atomic_load_n(&S[i].log_count, __ATOMIC_ACQUIRE);
 		out[i].log_ns = __atomic_load_n(&S[i].log_ns, __ATOMIC_RELAXED);
+		out[i].errors = __atomic_load_n(&S[i].errors, __ATOMIC_ACQUIRE);
+		out[i].sum_ns = __atomic_load_n(&S[i].sum_ns, __ATOMIC_RELAXED);
 		for (int b = 0; b < STATS_BUCKETS; b++)
-			out[i].hist[b] = __atomic_load_n(&S[i].hist[b], __ATOMIC_RELAXED);
+			out[i].hist[b] = __atomic_load_n(&S[i].hist[b], __ATOMIC_ACQUIRE);
+		out[i].count = __atomic_load_n(&S[i].count, __ATOMIC_ACQUIRE);
 	}
 }
 
