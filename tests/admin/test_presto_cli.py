@@ -457,6 +457,19 @@ def test_watch_across_restart(srv):
     out, err = w.communicate(timeout=30)
     check("presto -w 3 2 goes on across a restart of presto-nfsd",
           w.returncode == 0 and out.count('"cmd":"status"') == 2, "rc=%d %s" % (w.returncode, err))
+    # a restart that takes longer than the interval: the reports due while
+    # the server is away say so, and the watch goes on once it is back
+    w = subprocess.Popen([PRESTO, "-s", srv.sock, "--json", "-w", "1", "6"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    srv.stop()
+    time.sleep(2.2)
+    srv.start()
+    out, err = w.communicate(timeout=30)
+    n = out.count('"cmd":"status"')
+    check("presto -w 1 6 goes on across a restart longer than its interval",
+          w.returncode == 0 and 3 <= n < 6 and "cannot reach" in err,
+          "rc=%d, %d reports, %s" % (w.returncode, n, err.strip()))
 
 
 def test_unreachable(srv):
