@@ -18,6 +18,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -70,10 +71,18 @@ static int conn_fd = -1;
 static char *conn_buf;
 static size_t conn_len, conn_cap;
 
-/* unreachable -- report that the server cannot be reached and exit 2. */
+/* a watch (-w) past its first report: a server away (restarting) costs
+ * the report due, not the watch */
+static jmp_buf watch_jmp;
+static bool watch_armed;
+
+/* unreachable -- report that the server cannot be reached and exit 2 (or,
+ * in a watch, go on with the next report). */
 static void __attribute__((noreturn)) unreachable(const char *why)
 {
 	fprintf(stderr, "presto: cannot reach presto-nfsd at %s: %s\n", sock_path, why);
+	if (watch_armed)
+		longjmp(watch_jmp, 1);
 	exit(EXIT_UNREACHABLE);
 }
 
@@ -135,6 +144,7 @@ static json_t *conn_call(json_t *req, int timeout_ms)
 			continue;
 		if (w < 0) {
 			snprintf(why, sizeof(why), "lost the connection: %s", strerror(errno));
+			free(line);
 			unreachable(why);
 		}
 		off += (size_t)w;
@@ -174,10 +184,14 @@ static json_t *conn_call(json_t *req, int timeout_ms)
 	memmove(conn_buf, nl + 1, conn_len);
 	if (!json_is_object(ans)) {
 		snprintf(why, sizeof(why), "answer is not a JSON object: %s", je.text);
+		json_decref(ans);
 		unreachable(why);
 	}
-	if (json_is_true(json_object_get(ans, "refused")))
-		unreachable(json_string_value(json_object_get(ans, "error")));
+	if (json_is_true(json_object_get(ans, "refused"))) {
+		snprintf(why, sizeof(why), "%s", json_string_value(json_object_get(ans, "error")) ?: "refused");
+		json_decref(ans);
+		unreachable(why);
+	}
 	return ans;
 }
 
@@ -477,6 +491,59 @@ static void show_time_header(void)
 	printf("--- %s\n", buf);
 }
 
+/* report -- one report of the displays asked for; the exit status it
+ * comes to. A report of a watch after the first (again) asks on a new
+ * connection: the server drops a client idle for 15 minutes, and may have
+ * restarted meanwhile; while it is away, that report says so and is the
+ * only one lost. */
+static int report_status;
+
+static void report_show(bool status_display, bool p, bool l, bool repeat)
+{
+	json_t *ans;
+
+	if (repeat && !json_out)
+		show_time_header();
+	if (status_display && (ans = request("status", NULL, &report_status))) {
+		if (!json_out)
+			show_status(ans);
+		json_decref(ans);
+	}
+	if (p && (ans = request("stats", NULL, &report_status))) {
+		if (!json_out) {
+			if (status_display)
+				printf("\n");
+			show_stats(ans);
+		}
+		json_decref(ans);
+	}
+	if (l && (ans = request("exports", NULL, &report_status))) {
+		if (!json_out) {
+			if (status_display || p)
+				printf("\n");
+			show_exports(ans);
+		}
+		json_decref(ans);
+	}
+}
+
+static int report(bool status_display, bool p, bool l, bool repeat, bool again)
+{
+	report_status = 0;
+	if (again) {
+		if (conn_fd >= 0)
+			close(conn_fd);
+		conn_fd = -1;
+		conn_len = 0;
+		watch_armed = true;
+		if (setjmp(watch_jmp))
+			return EXIT_UNREACHABLE;
+		conn_open();
+	}
+	report_show(status_display, p, l, repeat);
+	return report_status;
+}
+
 static bool parse_uint(const char *s, unsigned long *out)
 {
 	char *end;
@@ -585,44 +652,21 @@ int main(int argc, char **argv)
 		goto out;
 	if (!status_display && !p && !l)
 		status_display = true;	/* -w with an action alone: watch the state */
-	for (unsigned long n = 0; !status; n++) {
-		if (repeat && !json_out)
-			show_time_header();
-		if (status_display && (ans = request("status", NULL, &status))) {
+	for (unsigned long n = 0;; n++) {
+		if (n > 0) {
 			if (!json_out)
-				show_status(ans);
-			json_decref(ans);
+				printf("\n");
+			sleep((unsigned)interval);
 		}
-		if (p && (ans = request("stats", NULL, &status))) {
-			if (!json_out) {
-				if (status_display)
-					printf("\n");
-				show_stats(ans);
-			}
-			json_decref(ans);
-		}
-		if (l && (ans = request("exports", NULL, &status))) {
-			if (!json_out) {
-				if (status_display || p)
-					printf("\n");
-				show_exports(ans);
-			}
-			json_decref(ans);
-		}
-		if (!repeat || (count && n + 1 >= count))
+		status = report(status_display, p, l, repeat, n > 0);
+		if (!repeat || status == EXIT_REFUSED || (count && n + 1 >= count))
 			break;
-		if (!json_out)
-			printf("\n");
-		sleep((unsigned)interval);
-		/* a new connection for each report: the server drops a client
-		 * idle for 15 minutes, and may have restarted meanwhile */
-		close(conn_fd);
-		conn_len = 0;
-		conn_open();
 	}
 out:
+	watch_armed = false;
 	json_decref(names);
-	close(conn_fd);
+	if (conn_fd >= 0)
+		close(conn_fd);
 	free(conn_buf);
 	return status;
 }
