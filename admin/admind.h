@@ -21,7 +21,8 @@
 /* ---- admind_ctl.c: the control socket ---- */
 
 #define ADMIND_CTL_QUERY_MS 3000
-/* flush and disable wait for the backing filesystems (as presto(8) does) */
+/* flush and disable wait for the backing filesystems, and enable behind
+ * them on presto-nfsd's control worker (as presto(8) does) */
 #define ADMIND_CTL_SLOW_MS  900000
 
 struct admind_ctl;

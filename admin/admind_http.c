@@ -546,8 +546,9 @@ static enum MHD_Result api_presto(struct admind_http *h, struct MHD_Connection *
 	names = json_pack("[s]", path);
 	if (!names)	/* NULL would ask for every export */
 		return reply_error(c, 400, "an export name must be valid UTF-8");
-	r = ctl_reply(h, c, on ? "enable" : "disable", names,
-		      on ? ADMIND_CTL_QUERY_MS : ADMIND_CTL_SLOW_MS);
+	/* enable too: presto-nfsd runs it on the worker behind any flush or
+	 * disable, so it can wait as long as they do (as presto(8)) */
+	r = ctl_reply(h, c, on ? "enable" : "disable", names, ADMIND_CTL_SLOW_MS);
 	json_decref(names);
 	return r;
 }
