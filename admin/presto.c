@@ -297,17 +297,17 @@ static const char *kind_text(const char *kind)
 
 #define ROW "%-22s "
 
-/* off_reason -- why export e (of a status or exports answer) cannot be
- * accelerated, or NULL when nothing in its configuration stops it */
+/* off_reason -- " (why)" export e (of a status or exports answer) cannot be
+ * accelerated, or "" when nothing in its configuration stops it */
 static const char *off_reason(json_t *e)
 {
 	if (json_is_true(json_object_get(e, "read_only")))
-		return "read-only";
+		return " (read-only)";
 	if (!json_is_true(json_object_get(e, "presto_option")))
-		return "nopresto in the exports file";
+		return " (nopresto in the exports file)";
 	if (json_is_true(json_object_get(e, "no_mark")))
-		return "its root refuses the log's extended attribute";
-	return NULL;
+		return " (its root refuses the log's extended attribute)";
+	return "";
 }
 
 static void show_status(json_t *st)
@@ -357,10 +357,8 @@ static void show_status(json_t *st)
 		printf(ROW "%zu of %zu accelerated\n", "exports", on, json_array_size(ex));
 	json_array_foreach(ex, i, e) {
 		bool acc = json_is_true(json_object_get(e, "presto"));
-		const char *why = acc ? NULL : off_reason(e);
-
-		printf("  %-*s  %s%s%s%s\n", (int)width, str(e, "path"), acc ? "on" : "off",
-		       why ? " (" : "", why ? why : "", why ? ")" : "");
+		printf("  %-*s  %s%s\n", (int)width, str(e, "path"), acc ? "on" : "off",
+		       acc ? "" : off_reason(e));
 	}
 }
 
@@ -443,10 +441,8 @@ static void show_exports(json_t *ans)
 
 	json_array_foreach(ex, i, e) {
 		bool acc = json_is_true(json_object_get(e, "presto"));
-		const char *why = acc ? NULL : off_reason(e);
-
-		printf("%s\tid=%llu presto=%s%s%s%s\n", str(e, "path"), (unsigned long long)num(e, "id"),
-		       acc ? "on" : "off", why ? " (" : "", why ? why : "", why ? ")" : "");
+		printf("%s\tid=%llu presto=%s%s\n", str(e, "path"), (unsigned long long)num(e, "id"),
+		       acc ? "on" : "off", acc ? "" : off_reason(e));
 		cl = json_object_get(e, "clients");
 		json_array_foreach(cl, j, c)
 			printf("\t%s(%s)\n", str(c, "client"), str(c, "options"));
@@ -474,10 +470,8 @@ static void show_switched(json_t *ans, json_t *names, bool on)
 		}
 		if (named) {
 			bool acc = json_is_true(json_object_get(e, "presto"));
-			const char *why = acc || !on ? NULL : off_reason(e);
-
-			printf("%s: presto %s%s%s%s\n", str(e, "path"), acc ? "on" : "off",
-			       why ? " (" : "", why ? why : "", why ? ")" : "");
+			printf("%s: presto %s%s\n", str(e, "path"), acc ? "on" : "off",
+			       acc || !on ? "" : off_reason(e));
 		}
 	}
 }

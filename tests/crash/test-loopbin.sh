@@ -10,26 +10,10 @@
 # Needs root, losetup, mkfs.ext4. Everything (mount, loop device, files) is
 # undone on exit. Extra arguments go to crash_nfs (e.g. --seed S).
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-: "${PRESTO_BIN:=$top/bin}"
-: "${PRESTO_TESTBIN:=$top/build/default/tests}"
-prog=$PRESTO_TESTBIN/crash/crash_nfs
-
-if [ "$(id -u)" -ne 0 ]; then
-	echo "test-loopbin: skipped (needs root for losetup and mount)"
-	exit 0
-fi
-for c in losetup mkfs.ext4 mount umount; do
-	if ! command -v $c >/dev/null 2>&1; then
-		echo "test-loopbin: skipped ($c not installed)"
-		exit 0
-	fi
-done
-if [ ! -x "$prog" ] || [ ! -x "$PRESTO_BIN/presto-nfsd" ]; then
-	echo "test-loopbin: $prog or $PRESTO_BIN/presto-nfsd not built"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
+. "$(dirname "$0")/lib.sh"
+crash_need_root test-loopbin " for losetup and mount"
+crash_need_cmds test-loopbin losetup mkfs.ext4 mount umount
+crash_need_built test-loopbin "$prog" "$PRESTO_BIN/presto-nfsd"
 
 tmp=$(mktemp -d /tmp/presto-loopbin-XXXXXX)
 mnt=$tmp/mnt

@@ -8,15 +8,6 @@
 # about 15 s here; --time-limit bounds it), checked as strictly as with
 # --presto on. Extra arguments go to crash_nfs (e.g. --seed S, --kills N).
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-: "${PRESTO_BIN:=$top/bin}"
-: "${PRESTO_TESTBIN:=$top/build/default/tests}"
-export PRESTO_BIN
-prog=$PRESTO_TESTBIN/crash/crash_nfs
-
-if [ ! -x "$prog" ]; then
-	echo "test-mixed: $prog not built"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
+. "$(dirname "$0")/lib.sh"
+crash_need_built test-mixed "$prog"
 exec "$prog" --mode scenarios,kill --presto mixed --kills 30 --time-limit 60 "$@"

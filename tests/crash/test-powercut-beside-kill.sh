@@ -13,21 +13,9 @@
 # Needs what test-powercut.sh needs (root, losetup, mkfs.ext4, fsfreeze).
 # Extra arguments go to test-powercut.sh (e.g. --seed S).
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-: "${PRESTO_BIN:=$top/bin}"
-: "${PRESTO_TESTBIN:=$top/build/default/tests}"
-export PRESTO_BIN PRESTO_TESTBIN
-prog=$PRESTO_TESTBIN/crash/crash_nfs
-
-if [ "$(id -u)" -ne 0 ]; then
-	echo "test-powercut-beside-kill: skipped (needs root)"
-	exit 0
-fi
-if [ ! -x "$prog" ]; then
-	echo "test-powercut-beside-kill: $prog not built"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
+. "$(dirname "$0")/lib.sh"
+crash_need_root test-powercut-beside-kill ""
+crash_need_built test-powercut-beside-kill "$prog"
 
 log=$(mktemp /tmp/presto-beside-kill-XXXXXX)
 "$prog" --mode kill --kills 1000 --time-limit 120 --replay mixed --seed 4242 >"$log" 2>&1 &

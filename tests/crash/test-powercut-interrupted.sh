@@ -8,15 +8,8 @@
 #
 # Needs what test-powercut.sh needs (root, losetup, mkfs.ext4, fsfreeze).
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-: "${PRESTO_BIN:=$top/bin}"
-: "${PRESTO_TESTBIN:=$top/build/default/tests}"
-export PRESTO_BIN PRESTO_TESTBIN
-
-if [ "$(id -u)" -ne 0 ]; then
-	echo "test-powercut-interrupted: skipped (needs root)"
-	exit 0
-fi
+. "$(dirname "$0")/lib.sh"
+crash_need_root test-powercut-interrupted ""
 for c in losetup mkfs.ext4 fsfreeze mount umount timeout; do
 	if ! command -v $c >/dev/null 2>&1; then
 		echo "test-powercut-interrupted: skipped ($c not installed)"

@@ -10,27 +10,10 @@
 # exit, also on failure or a signal. Extra arguments go to crash_nfs
 # (e.g. --presto off, --cycles 12, --seed S).
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
-: "${PRESTO_BIN:=$top/bin}"
-: "${PRESTO_TESTBIN:=$top/build/default/tests}"
-export PRESTO_BIN
-prog=$PRESTO_TESTBIN/crash/crash_nfs
-
-if [ "$(id -u)" -ne 0 ]; then
-	echo "test-powercut: skipped (needs root for losetup, mount and fsfreeze)"
-	exit 0
-fi
-for c in losetup mkfs.ext4 fsfreeze mount umount; do
-	if ! command -v $c >/dev/null 2>&1; then
-		echo "test-powercut: skipped ($c not installed)"
-		exit 0
-	fi
-done
-if [ ! -x "$prog" ]; then
-	echo "test-powercut: $prog not built"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
+. "$(dirname "$0")/lib.sh"
+crash_need_root test-powercut " for losetup, mount and fsfreeze"
+crash_need_cmds test-powercut losetup mkfs.ext4 fsfreeze mount umount
+crash_need_built test-powercut "$prog"
 
 tmp=$(mktemp -d /tmp/presto-powercut-XXXXXX)
 img=$tmp/export.img

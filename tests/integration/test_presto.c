@@ -734,25 +734,18 @@ static int drop_teardown(void **state)
 	return test_teardown(state);
 }
 
-/* both_exports -- the export and "b", an ext4 image loop-mounted with
- * mount options opts under srv.dir (dropped_mnt, unmounted by
- * drop_teardown); reloaded in, the reload done when this returns */
+/* both_exports -- the export and "b", both read-write */
 static const struct it_export both_exports[] = {
 	{ "export", EXPORT_RW },
 	{ "b", EXPORT_RW },
 };
 
-static void add_image_export_as(char *img, size_t imglen, const char *opts,
-				const struct it_export *ex);
-
-static void add_image_export(char *img, size_t imglen, const char *opts)
-{
-	add_image_export_as(img, imglen, opts, both_exports);
-}
-
-/* add_image_export_as -- add_image_export, b's line from ex[1] */
-static void add_image_export_as(char *img, size_t imglen, const char *opts,
-				const struct it_export *ex)
+/* add_image_export -- "b", an ext4 image loop-mounted with mount options
+ * opts under srv.dir (dropped_mnt, unmounted by drop_teardown), exported
+ * as ex (the export and b) and reloaded in, the reload done when this
+ * returns */
+static void add_image_export(char *img, size_t imglen, const char *opts,
+			     const struct it_export *ex)
 {
 	char cmd[2048], buf[4096];
 
@@ -821,7 +814,7 @@ static void test_dropped_export_is_synced_before_trim(void **state)
 
 	(void)state;
 	start_logged(EXPORT_RW, NULL);
-	add_image_export(img, sizeof(img), "loop,commit=60");
+	add_image_export(img, sizeof(img), "loop,commit=60", both_exports);
 
 	write_kept_in_b(91);
 
@@ -954,7 +947,7 @@ static void test_restart_syncs_dropped_export(void **state)
 
 	(void)state;
 	start_logged(EXPORT_RW, no_destage);
-	add_image_export(img, sizeof(img), "loop,commit=60");
+	add_image_export(img, sizeof(img), "loop,commit=60", both_exports);
 	write_kept_in_b(92);
 	it_presto_extra[0] = NULL;	/* destage again: the restart trims */
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, drop_b_from_exports), 0);
@@ -973,7 +966,7 @@ static void test_dropped_export_can_be_unmounted(void **state)
 
 	(void)state;
 	start_logged(EXPORT_RW, NULL);
-	add_image_export(img, sizeof(img), "loop");
+	add_image_export(img, sizeof(img), "loop", both_exports);
 	control("{\"cmd\":\"exports\"}\n", buf, sizeof(buf));
 	assert_non_null(strstr(buf, dropped_mnt));
 	assert_int_equal(it_server_reload(&srv, both_exports, 1), 0);
@@ -1040,7 +1033,7 @@ static void test_drain_does_not_spin(void **state)
 
 	(void)state;
 	start_logged(EXPORT_RW, NULL);
-	add_image_export_as(img, sizeof(img), "loop", ex);
+	add_image_export(img, sizeof(img), "loop", ex);
 	struct rpc_context *m = it_rpc_connect(&srv, MOUNT_PROG, 3);
 	assert_non_null(m);
 	assert_int_equal(it_mnt(m, dropped_mnt, &broot), MNT3_OK);
