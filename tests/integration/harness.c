@@ -377,7 +377,10 @@ static int it_start_presto(struct it_server *s, int flags)
 			 * persistent memory as `make run` treats /dev/shm (so
 			 * changes run on the event loop thread, as in the
 			 * product; the crash tests cover the msync kind too) */
-			setenv("PMEM_IS_PMEM_FORCE", "1", 1);
+			if (it_nvram == IT_NVRAM_MSYNC)
+				unsetenv("PMEM_IS_PMEM_FORCE");
+			else
+				setenv("PMEM_IS_PMEM_FORCE", "1", 1);
 			snprintf(nvram, sizeof(nvram), "%s/nvram.log", s->dir);
 			argv[n++] = "--nvram";
 			argv[n++] = nvram;

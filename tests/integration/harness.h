@@ -107,7 +107,11 @@ struct it_res {
 
 /* it_nvram -- presto-nfsd runs with --nvram (presto on for the exports
  * without nopresto): set by PRESTO_IT_NVRAM=1 or by the *_nvram builds of
- * the programs; default off */
+ * the programs; default off. The log is a file of the test's directory,
+ * treated as persistent memory (PMEM_IS_PMEM_FORCE=1); IT_NVRAM_MSYNC
+ * instead leaves it the msync kind (a file on the disk, made durable with
+ * msync) */
+#define IT_NVRAM_MSYNC 2
 extern int it_nvram;
 /* --nvram-size when it_nvram (default "64M"), and more presto-nfsd
  * arguments (NULL-terminated, at most 7) for the next starts */

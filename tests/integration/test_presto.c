@@ -19,6 +19,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -54,6 +55,7 @@ static long long now_ms(void)
 }
 
 static bool whole_fs_mounted;	/* a filesystem a test mounted under the export */
+static int nvram_kind = 1;	/* it_nvram of start_logged and its flags */
 
 static int test_teardown(void **state)
 {
@@ -61,6 +63,7 @@ static int test_teardown(void **state)
 	it_res_free(&r);
 	it_nvram_size = "64M";
 	it_presto_extra[0] = NULL;
+	nvram_kind = 1;
 	if (whole_fs_mounted && umount2(srv.export, MNT_DETACH) == 0)
 		whole_fs_mounted = false;
 	return srv.pid > 0 || srv.dir[0] ? it_server_stop(&srv) : 0;
@@ -158,14 +161,14 @@ static void test_small_log_never_drops(void **state)
  * (as after a power cut), and nothing is ever trimmed from it */
 static void no_destage(void)
 {
-	it_nvram = 1;
+	it_nvram = nvram_kind;
 	it_presto_extra[0] = "--no-destage";		/* keep every record live */
 	it_presto_extra[1] = NULL;
 }
 
 static void replay_always_no_destage(void)
 {
-	it_nvram = 1;
+	it_nvram = nvram_kind;
 	it_presto_extra[0] = "--replay=always";
 	it_presto_extra[1] = "--no-destage";		/* keep every record live */
 	it_presto_extra[2] = NULL;
@@ -177,7 +180,7 @@ static void start_logged(const char *clients, void (*flags)(void))
 {
 	it_presto_only();
 	it_res_init(&r);
-	it_nvram = 1;
+	it_nvram = nvram_kind;
 	if (flags)
 		flags();
 	assert_int_equal(it_server_start(&srv, clients), 0);
@@ -2457,8 +2460,10 @@ static void test_lookup_waits_for_namespace_change(void **state)
 
 /*
  * A replay killed between re-creating an object and saving the redirect to
- * it from the recorded handle. For the killed start STATE_DIR/redirects is a
- * FIFO: rd_load reads it to its end (the test holds a writer until the
+ * it from the recorded handle, in the redirects file: the log is the msync
+ * kind, where a replay appends each redirect to the file (on persistent
+ * memory it logs them: test_replay_killed_after_logging_redirects). For the
+ * killed start STATE_DIR/redirects is a FIFO: rd_load reads it to its end (the test holds a writer until the
  * server has it open, then lets go), and the append of the first redirect
  * then blocks in open(2) for want of a reader, with the object re-created
  * already. The test waits for the export to gain an entry and for the
@@ -2642,6 +2647,7 @@ static void test_replay_killed_before_redirect_resumes(void **state)
 	size_t len;
 
 	(void)state;
+	nvram_kind = IT_NVRAM_MSYNC;
 	for (int kind = 0; kind < 3; kind++) {
 		if (kind > 0) {
 			it_res_free(&r);	/* start_logged's it_res_init would drop the READ's data */
@@ -2689,6 +2695,11 @@ static void test_replay_killed_before_redirect_resumes(void **state)
 		if (!log_says(&srv, "an earlier replay did not finish"))
 			fail_msg("%s: presto-nfsd did not replay again after a killed replay", lose[kind]);
 		assert_false(state_has(&srv, "replay-pending"));
+		char st_buf[4096];
+		control("{\"cmd\":\"status\"}\n", st_buf, sizeof(st_buf));
+		if (!strstr(st_buf, "\"kind\":\"msync\""))
+			fail_msg("the log is not the msync kind, whose replays append redirects to "
+				 "the file: %s", st_buf);
 
 		/* on the backing filesystem: the names, data and attributes */
 		kw_names(".", names, sizeof(names));
@@ -2732,6 +2743,170 @@ static void test_replay_killed_before_redirect_resumes(void **state)
 		}
 		it_rpc_close(rpc);
 	}
+}
+
+/*
+ * Redirects in the log. On persistent memory a replay makes the redirect to
+ * each object it re-creates durable as a record of the log (one persist, not
+ * a file fsync), and the redirects file holds them only from the end of the
+ * replay (rd_save). For the killed start STATE_DIR/redirects.tmp is a FIFO:
+ * rd_save blocks in its open for want of a reader, with every object
+ * re-created, named and synced, and the test SIGKILLs it there (kf_*).
+ */
+static struct {
+	bool blocked, killed;
+	pthread_t thread;
+} kf;
+
+static void *kf_main(void *arg)
+{
+	long long end = now_ms() + 8000;	/* within the start's 10 s */
+	pid_t pid = -1;
+
+	(void)arg;
+	while (now_ms() < end) {
+		pid = __atomic_load_n(&srv.pid, __ATOMIC_SEQ_CST);
+		if (pid > 0 && (kf.blocked = kw_in_fifo_open(pid)))
+			break;
+		usleep(1000);
+	}
+	if (pid > 0)
+		kf.killed = kill(pid, SIGKILL) == 0;
+	return NULL;
+}
+
+
+/* kf_arm -- between two starts: a power cut lost the file "f" (and the
+ * root's stamp, which shares its journal); the next start is killed in
+ * rd_save */
+static void kf_arm(struct it_server *s)
+{
+	char fifo[512];
+
+	assert_int_equal(unlink(it_path(s, "f")), 0);
+	if (removexattr(it_path(s, "."), "trusted.presto.lsn") < 0)
+		assert_int_equal(errno, ENODATA);
+	snprintf(fifo, sizeof(fifo), "%s/state/redirects.tmp", s->dir);
+	if (access(fifo, F_OK) != 0)
+		assert_int_equal(mkfifo(fifo, 0600), 0);
+	kf.blocked = kf.killed = false;
+	assert_int_equal(pthread_create(&kf.thread, NULL, kf_main, NULL), 0);
+}
+
+static void kf_disarm(struct it_server *s)
+{
+	char fifo[512];
+
+	snprintf(fifo, sizeof(fifo), "%s/state/redirects.tmp", s->dir);
+	assert_int_equal(unlink(fifo), 0);
+}
+
+/* kf_killed_start -- restart (kf_arm) and see the start killed in rd_save */
+static void kf_killed_start(const char *what)
+{
+	int rc = it_server_restart_after(&srv, SIGKILL, kf_arm);
+
+	pthread_join(kf.thread, NULL);
+	if (rc == 0 || !kf.killed || !kf.blocked)
+		fail_msg("%s: the replay was not killed in the save of the redirects (start %d, "
+			 "killed %d, blocked %d)", what, rc, kf.killed, kf.blocked);
+	assert_true(state_has(&srv, "replay-pending"));
+	assert_int_equal(access(it_path(&srv, "f"), F_OK), 0);	/* re-created */
+}
+
+/* kf_create -- "f" with data, acknowledged; its handle into *f */
+static void kf_create(struct it_fh *f, const char *data, size_t len)
+{
+	struct it_fh root;
+	struct rpc_context *rpc;
+
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &root, "f", UNCHECKED, 0640, NULL, &r), NFS3_OK);
+	*f = r.fh;
+	assert_int_equal(it_write(rpc, f, 0, data, len, FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(rpc);
+}
+
+/* kf_check -- the client's handle f of "f" works and reads data */
+static void kf_check(const struct it_fh *f, const char *data, size_t len, const char *what)
+{
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+
+	assert_non_null(rpc);
+	int st = it_read(rpc, f, 0, 4096, &r);
+	if (st != NFS3_OK || r.data_len != len || memcmp(r.data, data, len) != 0)
+		fail_msg("%s: the client's handle of the re-created file: READ %d, %u bytes", what,
+			 st, st == NFS3_OK ? r.data_len : 0);
+	it_rpc_close(rpc);
+	size_t n;
+	char *p = it_read_file(it_path(&srv, "f"), &n);
+	if (!p || n != len || memcmp(p, data, len) != 0)
+		fail_msg("%s: f holds %zu bytes after the replay, not the %zu written", what,
+			 p ? n : 0, len);
+	free(p);
+}
+
+static void test_replay_killed_after_logging_redirects(void **state)
+{
+	/* the replay re-created f and logged its redirect, then died before
+	 * the redirects file held it: the next start must take it from the
+	 * log (rd_scan), or the name f, which holds the re-created object,
+	 * passes for applied and the client's handle is stale */
+	static const char data[] = "acknowledged before the crash";
+	struct it_fh f;
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	kf_create(&f, data, sizeof(data));
+	kf_killed_start("the first replay");
+	assert_false(state_has(&srv, "redirects"));
+	no_destage();	/* --replay=auto: the next start replays for replay-pending */
+	it_server_restart_after(&srv, SIGKILL, kf_disarm);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	if (!log_says(&srv, "holds 1 redirect(s) of an earlier replay"))
+		fail_msg("the start after the killed replay did not load the redirect it logged");
+	assert_false(state_has(&srv, "replay-pending"));
+	assert_true(state_has(&srv, "redirects"));
+	kf_check(&f, data, sizeof(data), "after a replay killed with its redirect logged");
+}
+
+static void test_redirect_of_the_later_replay_wins(void **state)
+{
+	/* the object of f re-created twice by two replays, each killed before
+	 * its end: the first logs its redirect (persistent memory), a power
+	 * cut loses what it re-created, and the second (the same log, the
+	 * msync kind) appends its redirect to the file. The start after them
+	 * loads the file's redirect first and the log's after it: the newer
+	 * one is the file's, by the replays' epochs, and it must be the one
+	 * the replay follows */
+	static const char data[] = "acknowledged before the crash";
+	struct it_fh f;
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	kf_create(&f, data, sizeof(data));
+	kf_killed_start("the first replay (persistent memory)");
+	assert_false(state_has(&srv, "redirects"));
+	nvram_kind = IT_NVRAM_MSYNC;
+	replay_always_no_destage();
+	kf_killed_start("the second replay (msync)");
+	if (!log_says(&srv, "holds 1 redirect(s) of an earlier replay"))
+		fail_msg("the second replay did not load the redirect the first one logged");
+	assert_true(state_has(&srv, "redirects"));
+	/* as if the second replay had been killed between the rename of its
+	 * object into place and its WRITE into it (which stamps the file as
+	 * well): the next replay must write
+	 * the data into that object, through the newer redirect (the older
+	 * one leads nowhere, and a WRITE whose object is gone is skipped) */
+	assert_int_equal(truncate(it_path(&srv, "f"), 0), 0);
+	assert_int_equal(removexattr(it_path(&srv, "f"), "trusted.presto.lsn"), 0);
+	no_destage();
+	it_server_restart_after(&srv, SIGKILL, kf_disarm);
+	assert_true(it_server_running(&srv));
+	assert_false(state_has(&srv, "replay-pending"));
+	kf_check(&f, data, sizeof(data), "after two killed replays");
 }
 
 int main(void)
@@ -2781,6 +2956,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_deferred_call_keeps_drc_entry, test_teardown),
 		cmocka_unit_test_teardown(test_lookup_waits_for_namespace_change, test_teardown),
 		cmocka_unit_test_teardown(test_replay_killed_before_redirect_resumes, test_teardown),
+		cmocka_unit_test_teardown(test_replay_killed_after_logging_redirects, test_teardown),
+		cmocka_unit_test_teardown(test_redirect_of_the_later_replay_wins, test_teardown),
 	};
 
 	it_init(58);
