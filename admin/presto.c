@@ -405,6 +405,7 @@ static void show_stats(json_t *st)
 	KV("time waiting for persists", "%14.1f ms", real(lg, "wait_ms_total"));
 	KV("dirty bytes", "%14llu", (unsigned long long)num(lg, "dirty_bytes"));
 	KV("COMMITs avoided", "%14llu", (unsigned long long)num(st, "commits_avoided"));
+	KV("directory stamps coalesced", "%14llu", (unsigned long long)num(st, "stamps_coalesced"));
 	printf("destager\n");
 	KV("runs", "%14llu", (unsigned long long)num(ds, "runs"));
 	KV("bytes destaged", "%14llu  (%s)", (unsigned long long)num(ds, "bytes"),

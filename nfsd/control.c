@@ -351,6 +351,7 @@ static int cmd_stats(json_t *req, json_t *rep, char *err, size_t errlen)
 	json_object_set_new(rep, "destage", ds);
 
 	set_u64(rep, "commits_avoided", ps.commits_avoided);
+	set_u64(rep, "stamps_coalesced", ps.stamps_coalesced);
 
 	struct stats_loop sl;
 	json_t *loop = json_object();

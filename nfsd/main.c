@@ -494,6 +494,7 @@ int main(int argc, char **argv)
 	log_info("serving %zu export(s) from %s on port %u (mount %u)", xt->n, conf.exports,
 		 nfs_port, mnt_port);
 
+	rpc_set_batch_end(presto_stamps_flush);
 	rpc_run(on_signal, 10000);
 
 	pthread_mutex_lock(&reload_lock);	/* waits for a reload under way */

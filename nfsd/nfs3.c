@@ -1573,6 +1573,9 @@ again:
 	const struct stat *sts[] = { &fd.st, &td.st, have_s ? &sst : NULL, have_t2 ? &tst : NULL };
 	if ((res->status = log_begin(c, &fd, sts, 4, 1024)) != NFS3_OK)
 		goto done;
+	/* the directories' pending stamps first (presto.c, "Deferred
+	 * directory stamps"), as root */
+	presto_stamps_settle(&c->txn);
 	if ((res->status = become(c, &fd)) != NFS3_OK)
 		goto done;
 	if (c->txn.active && (fstatat(fd.fd, fname, &sst2, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -1680,6 +1683,7 @@ static void nfs3_link(struct call *c, void *a, void *r)
 	const struct stat *sts[] = { &f.st, &d.st };
 	if ((res->status = log_begin(c, &d, sts, 2, 1024)) != NFS3_OK)
 		goto done;
+	presto_stamps_settle(&c->txn);	/* as in RENAME */
 	if ((res->status = become(c, &d)) != NFS3_OK)
 		goto done;
 	/* linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH, which the

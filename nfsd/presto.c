@@ -169,6 +169,7 @@ static struct {
 	/* counters (relaxed atomics) */
 	uint64_t jukebox, space_waits, destage_runs, destage_errors, destage_ns_total, destage_ns_last;
 	uint64_t destage_bytes, commits_avoided, log_fallbacks, wait_ns_total, through_appends;
+	uint64_t stamps_coalesced;
 	uint64_t rec_records, rec_bytes, rec_ns, rec_redirects, rec_errors;
 	bool rec_replayed;
 } P = {
@@ -353,24 +354,175 @@ void presto_stamp(struct presto_txn *t, int fd, struct fdcache_ref *ref, const s
 			return;
 	}
 	t->stampdev[k] = st->st_dev;
+	t->stampdir[k] = S_ISDIR(st->st_mode);
 	t->stampino[k] = st->st_ino;
 	t->nstamps++;
+}
+
+/* stamp_ref -- stamp the object of descriptor cache entry ref, or else of
+ * O_PATH descriptor fd, with lsn (as root) */
+static void stamp_ref(struct fdcache_ref *ref, int fd, uint64_t lsn)
+{
+	if (!ref) {
+		stamp_set(fd, true, P.stamp_epoch, lsn);
+		return;
+	}
+	int dfd = fdcache_data_fd(ref, O_RDONLY);
+	if (dfd >= 0)
+		stamp_set(dfd, false, P.stamp_epoch, lsn);
+	else
+		stamp_set(fdcache_fd(ref), true, P.stamp_epoch, lsn);
 }
 
 /* stamp_obj -- stamp object i of t with t->lsn (as root). */
 static void stamp_obj(struct presto_txn *t, unsigned i)
 {
-	struct fdcache_ref *ref = t->stamprefs[i];
+	stamp_ref(t->stamprefs[i], t->stampfds[i], t->lsn);
+}
 
-	if (!ref) {
-		stamp_set(t->stampfds[i], true, P.stamp_epoch, t->lsn);
-		return;
+/*
+ * Deferred directory stamps. A directory's stamp is an fsetxattr, a
+ * journalled change of its inode: one per namespace operation cost a fifth
+ * of CREATE+REMOVE at 32 calls in flight. So the event loop's calls leave
+ * theirs in SD, one entry per directory with the LSN of its last record,
+ * and the loop sets them at the end of its batch (presto_stamps_flush),
+ * before any reply of the batch goes out: no client hears of an operation
+ * whose stamp is not set. A stamp set later than its operation changes one
+ * thing: the journal may now commit a later operation of the directory
+ * before the stamp, and a power cut then leaves records the directory
+ * reflects without a stamp, for the rules to judge. That is harmless when
+ * the later operations are CREATEs and REMOVEs: a record judged not applied
+ * is applied again, and the later records, replayed after it, undo it as
+ * they did the first time (a CREATE makes a new handle, which no earlier
+ * record names; a REMOVE only takes names away). It is not when one is a
+ * RENAME or a LINK, which can bring an existing object back under a name an
+ * earlier record removed (ARCHITECTURE.md, the known gap), nor when an
+ * object made again is a directory (the records inside it would all be
+ * judged by the rules alone). Hence:
+ * - a RENAME or LINK sets the pending stamps of the objects whose stripes
+ *   it holds before it changes anything (presto_stamps_settle);
+ * - a MKDIR's stamp is set at once;
+ * - workers set their stamps at once, after dropping a pending entry of
+ *   the same directory (theirs is newer: they hold its stripe), under
+ *   SD.lock, which the loop holds while it sets its own: no stamp goes
+ *   down. The loop never waits for a worker's system call on SD.lock.
+ */
+#define SD_MAX 64
+struct sd_entry {
+	dev_t dev;
+	ino_t ino;
+	uint64_t lsn;
+	struct fdcache_ref *ref;	/* held, or else the owned O_PATH fd */
+	int fd;
+};
+static struct {
+	pthread_mutex_t lock;
+	unsigned n;
+	struct sd_entry e[SD_MAX];
+} SD = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void sd_release(struct sd_entry *e)
+{
+	if (e->ref)
+		fdcache_put(e->ref);
+	else if (e->fd >= 0)
+		close(e->fd);
+}
+
+/* sd_find -- the entry of (dev, ino), or -1. Under SD.lock. */
+static int sd_find(dev_t dev, ino_t ino)
+{
+	for (unsigned i = 0; i < SD.n; i++)
+		if (SD.e[i].dev == dev && SD.e[i].ino == ino)
+			return (int)i;
+	return -1;
+}
+
+/* stamp_defer -- leave directory i of t pending with t->lsn; its reference
+ * goes to the entry (or is dropped for an entry already there). false:
+ * the table is full, stamp it now. */
+static bool stamp_defer(struct presto_txn *t, unsigned i)
+{
+	struct sd_entry mine = { t->stampdev[i], t->stampino[i], t->lsn, t->stamprefs[i],
+				 t->stampfds[i] };
+
+	pthread_mutex_lock(&SD.lock);
+	int k = sd_find(mine.dev, mine.ino);
+	if (k < 0 && SD.n == SD_MAX) {
+		pthread_mutex_unlock(&SD.lock);
+		return false;
 	}
-	int fd = fdcache_data_fd(ref, O_RDONLY);
-	if (fd >= 0)
-		stamp_set(fd, false, P.stamp_epoch, t->lsn);
-	else
-		stamp_set(fdcache_fd(ref), true, P.stamp_epoch, t->lsn);
+	if (k >= 0) {
+		SD.e[k].lsn = mine.lsn;	/* later: the stripe is held */
+		CNT_ADD(stamps_coalesced, 1);
+	} else {
+		SD.e[SD.n++] = mine;
+	}
+	pthread_mutex_unlock(&SD.lock);
+	if (k >= 0)
+		sd_release(&mine);
+	t->stamprefs[i] = NULL;
+	t->stampfds[i] = -1;
+	return true;
+}
+
+/* stamp_now -- stamp object i of t at once, after dropping the pending
+ * entry of a directory (older: the stripe is held) */
+static void stamp_now(struct presto_txn *t, unsigned i)
+{
+	if (t->stampdir[i]) {
+		struct sd_entry old = { .fd = -1 };
+		pthread_mutex_lock(&SD.lock);
+		int k = sd_find(t->stampdev[i], t->stampino[i]);
+		if (k >= 0) {
+			old = SD.e[k];
+			SD.e[k] = SD.e[--SD.n];
+		}
+		pthread_mutex_unlock(&SD.lock);
+		sd_release(&old);
+	}
+	stamp_obj(t, i);
+}
+
+void presto_stamps_flush(void)
+{
+	pthread_mutex_lock(&SD.lock);
+	for (unsigned i = 0; i < SD.n; i++) {
+		stamp_ref(SD.e[i].ref, SD.e[i].fd, SD.e[i].lsn);
+		sd_release(&SD.e[i]);
+	}
+	SD.n = 0;
+	pthread_mutex_unlock(&SD.lock);
+}
+
+static unsigned stripe_of(dev_t dev, ino_t ino);
+
+void presto_stamps_settle(struct presto_txn *t)
+{
+	struct sd_entry mine[SD_MAX];
+	unsigned n = 0;
+
+	if (!t->active)
+		return;
+	/* taken out under the lock, set after it: their stripes are held,
+	 * so nobody stamps or defers these directories meanwhile */
+	pthread_mutex_lock(&SD.lock);
+	for (unsigned i = 0; i < SD.n;) {
+		unsigned s = stripe_of(SD.e[i].dev, SD.e[i].ino), j;
+		for (j = 0; j < t->nstripes && t->stripes[j] != s; j++)
+			;
+		if (j < t->nstripes) {
+			mine[n++] = SD.e[i];
+			SD.e[i] = SD.e[--SD.n];
+		} else {
+			i++;
+		}
+	}
+	pthread_mutex_unlock(&SD.lock);
+	for (unsigned i = 0; i < n; i++) {
+		stamp_ref(mine[i].ref, mine[i].fd, mine[i].lsn);
+		sd_release(&mine[i]);
+	}
 }
 
 void presto_prestamp(struct presto_txn *t, int fd, bool o_path, uint64_t size)
@@ -1392,7 +1544,7 @@ static void presto_abort(struct presto_txn *t)
 	for (unsigned i = 0; i < t->nstamps; i++) {
 		if (t->stamprefs[i])
 			fdcache_put(t->stamprefs[i]);
-		else
+		else if (t->stampfds[i] >= 0)
 			close(t->stampfds[i]);
 	}
 	t->nstamps = 0;
@@ -1573,9 +1725,15 @@ int presto_commit(struct presto_txn *t, const struct drc_key *key, const uint8_t
 		if (t->through)
 			CNT_ADD(through_appends, 1);
 		/* still under the stripe locks: no later record on these
-		 * directories can stamp them first */
+		 * directories can stamp them first. The loop's directory
+		 * stamps wait for the end of its batch, except a MKDIR's
+		 * ("Deferred directory stamps") */
+		bool defer = rpc_on_loop() &&
+			     !(t->op.type == PLOG_CREATE &&
+			       (t->op.plog_op_u.create.type & S_IFMT) == S_IFDIR);
 		for (unsigned i = 0; i < t->nstamps; i++)
-			stamp_obj(t, i);
+			if (!(defer && t->stampdir[i] && stamp_defer(t, i)))
+				stamp_now(t, i);
 	}
 out:
 	if (rc < 0) {
@@ -2899,6 +3057,7 @@ void presto_close(void)
 {
 	if (!P.log)
 		return;
+	presto_stamps_flush();
 	/* SIGTERM: flush what the log holds, mark it clean */
 	int rc = presto_flush();
 	pthread_mutex_lock(&P.d_lock);
@@ -2981,6 +3140,7 @@ void presto_get_stats(struct presto_stats *out)
 	out->destage_bytes = LD(destage_bytes);
 	out->commits_avoided = LD(commits_avoided);
 	out->through_appends = LD(through_appends);
+	out->stamps_coalesced = LD(stamps_coalesced);
 	out->log_fallbacks = LD(log_fallbacks);
 	out->wait_ns_total = LD(wait_ns_total);
 	out->recovery_records = LD(rec_records);
@@ -3004,6 +3164,7 @@ void presto_reset_stats(void)
 	__atomic_store_n(&P.destage_bytes, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.commits_avoided, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.through_appends, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&P.stamps_coalesced, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.log_fallbacks, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&P.wait_ns_total, 0, __ATOMIC_RELAXED);
 }

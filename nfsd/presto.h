@@ -86,6 +86,8 @@ struct presto_txn {
 	int stampfds[PRESTO_MAX_OBJS];
 	dev_t stampdev[PRESTO_MAX_OBJS];
 	ino_t stampino[PRESTO_MAX_OBJS];
+	bool stampdir[PRESTO_MAX_OBJS];	/* a directory (its stamp may wait:
+					 * presto_stamps_flush) */
 	unsigned nstamps;
 	uint64_t lsn;
 	uint64_t claimed;		/* log bytes claimed (space_reserve) */
@@ -157,6 +159,14 @@ void presto_kh(struct presto_txn *t, unsigned slot, plog_kh *dst, const struct f
 struct stat;
 struct fdcache_ref;
 void presto_stamp(struct presto_txn *t, int fd, struct fdcache_ref *ref, const struct stat *st);
+/* presto_stamps_flush -- set the directory stamps the event loop's calls
+ * left pending (presto.c, "Deferred directory stamps"). The loop calls it
+ * at the end of each batch, before it sends the batch's replies. */
+void presto_stamps_flush(void);
+/* presto_stamps_settle -- set the pending directory stamps of the objects
+ * whose stripes t holds: a RENAME or LINK calls it before it changes
+ * anything. */
+void presto_stamps_settle(struct presto_txn *t);
 /* presto_prestamp -- before a truncation of regular file fd to size, which
  * older records must not be replayed over: stamp it with the last LSN
  * appended, and mark it (trusted.presto.size) with that LSN and the size, so
@@ -232,6 +242,8 @@ struct presto_stats {
 	uint64_t destage_runs, destage_errors, destage_ns_total, destage_ns_last;
 	uint64_t destage_bytes;		/* log bytes trimmed after a destage */
 	uint64_t commits_avoided;	/* UNSTABLE writes answered FILE_SYNC, COMMITs answered at once */
+	uint64_t stamps_coalesced;	/* directory stamps of the loop's calls a later
+					 * one of the same batch took over */
 	uint64_t through_appends;	/* records of calls with presto off (flushed too) */
 	uint64_t log_fallbacks;		/* records that could not be appended (synced instead) */
 	uint64_t recovery_records, recovery_bytes, recovery_ns, recovery_redirects;

@@ -1142,6 +1142,13 @@ void rpc_set_limits(const struct rpc_limits *l)
 		R.sweep_ns = RPC_SWEEP_MAX_NS;
 }
 
+static void (*batch_end)(void);
+
+void rpc_set_batch_end(void (*fn)(void))
+{
+	batch_end = fn;
+}
+
 void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 {
 	struct epoll_event evs[64];
@@ -1197,6 +1204,8 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 		}
 		if (__atomic_load_n(&R.resumes, __ATOMIC_ACQUIRE))
 			rpc_resume_held();
+		if (batch_end)
+			batch_end();
 		rpc_uncork();
 		/* counted from the end of the batch: the calls it ran inline
 		 * must not eat the client's window */

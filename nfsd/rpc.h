@@ -93,6 +93,10 @@ void rpc_set_limits(const struct rpc_limits *l);
 /* rpc_run -- serve until on_signal returns non-zero (SIGTERM, SIGINT);
  * returns when the calls in flight are done (bounded by drain_ms). */
 void rpc_run(int (*on_signal)(int signo), unsigned drain_ms);
+/* rpc_set_batch_end -- fn runs on the loop thread at the end of each batch
+ * of events, before the replies of the calls it ran inline go out (set
+ * before rpc_run) */
+void rpc_set_batch_end(void (*fn)(void));
 void rpc_shutdown(void);
 
 /* rpc_reply -- send rec (len bytes; its first 4 bytes are space for the

@@ -2909,6 +2909,58 @@ static void test_redirect_of_the_later_replay_wins(void **state)
 	kf_check(&f, data, sizeof(data), "after two killed replays");
 }
 
+static void test_batch_stamps_coalesced(void **state)
+{
+	/* 32 CREATEs in the export root sent at once, run in one batch or a
+	 * few by the event loop: the root's stamp is written once a batch, not
+	 * once a call ("Deferred directory stamps"), and, the replies all in,
+	 * it covers the last of them (no reply before its stamp) */
+	enum { N = 32 };
+	static struct slot s[N];
+	struct it_fh root;
+	struct test_stamp st;
+	char buf[65536];
+
+	(void)state;
+	start_logged(EXPORT_RW, NULL);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	for (int i = 0; i < N; i++) {
+		CREATE3args a;
+		char name[16];
+
+		snprintf(name, sizeof(name), "c%02d", i);
+		memset(&a, 0, sizeof(a));
+		a.where.dir = it_fh3(&root);
+		a.where.name = name;	/* encoded by the call */
+		a.how.mode = GUARDED;
+		assert_int_equal(rpc_nfs3_create_async(rpc, slot_cb, &a, &s[i]), 0);
+		pending++;
+	}
+	if (it_wait_all(&rpc, 1, &pending, IT_TIMEOUT_MS) != 0)
+		fail_msg("%d CREATEs unanswered", pending);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(s[i].status, NFS3_OK);
+	it_rpc_close(rpc);
+	control("{\"cmd\":\"stats\"}\n", buf, sizeof(buf));
+	const char *p = strstr(buf, "\"stamps_coalesced\":");
+	assert_non_null(p);
+	unsigned long long coalesced = strtoull(p + 19, NULL, 10);
+	p = strstr(buf, "\"appends\":");
+	assert_non_null(p);
+	unsigned long long appends = strtoull(p + 10, NULL, 10);
+	print_message("%d CREATEs: %llu records, %llu root stamps coalesced\n", N, appends,
+		      coalesced);
+	assert_int_equal(appends, N);	/* LSN 1 to N */
+	if (coalesced == 0)
+		fail_msg("32 CREATEs in one directory sent at once: every one wrote its stamp");
+	root_stamp(&srv, &st);
+	if (st.lsn != N)
+		fail_msg("the root's stamp is at LSN %llu after the replies of LSN 1 to %d",
+			 (unsigned long long)st.lsn, N);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2943,6 +2995,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_reload_to_nopresto_survives_replay, test_teardown),
 		cmocka_unit_test_teardown(test_commit_after_switching_on, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
+		cmocka_unit_test_teardown(test_batch_stamps_coalesced, test_teardown),
 		cmocka_unit_test_teardown(test_readdir_inline_small_dirs, test_teardown),
 		cmocka_unit_test_teardown(test_export_without_xattrs_writes_through, test_teardown),
 		cmocka_unit_test_teardown(test_root_stamp_before_mark, test_teardown),
