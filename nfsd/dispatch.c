@@ -409,6 +409,11 @@ void dispatch(struct rpc_req *req)
 			xdr_free(p->xdr_args, args);
 			free(args);
 			free(res);
+			/* the original may be a call of the loop's batch whose
+			 * directory stamp is still pending: a worker answers at
+			 * once (the loop's answer waits for the batch's end) */
+			if (!rpc_on_loop())
+				presto_stamps_flush();
 			rpc_reply(req, cached, clen);
 			return;
 		case DRC_IN_PROGRESS:

@@ -1032,6 +1032,10 @@ static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj
 	}
 	if ((st = log_begin(c, d, sts, 2, 1024)) != NFS3_OK)
 		return st;
+	/* a MKDIR after the directory's pending stamps, as RENAME (presto.c,
+	 * "Deferred directory stamps"), as root */
+	if (c->proc == NFSPROC3_MKDIR)
+		presto_stamps_settle(&c->txn);
 	return become(c, d);
 }
 

@@ -399,13 +399,17 @@ static void stamp_obj(struct presto_txn *t, unsigned i)
  * earlier record removed (ARCHITECTURE.md, the known gap), nor when an
  * object made again is a directory (the records inside it would all be
  * judged by the rules alone). Hence:
- * - a RENAME or LINK sets the pending stamps of the objects whose stripes
- *   it holds before it changes anything (presto_stamps_settle);
- * - a MKDIR's stamp is set at once;
+ * - a RENAME, LINK or MKDIR sets the pending stamps of the objects whose
+ *   stripes it holds before it changes anything (presto_stamps_settle),
+ *   and a MKDIR sets its own at once;
  * - workers set their stamps at once, after dropping a pending entry of
  *   the same directory (theirs is newer: they hold its stripe), under
  *   SD.lock, which the loop holds while it sets its own: no stamp goes
- *   down. The loop never waits for a worker's system call on SD.lock.
+ *   down. The loop waits on SD.lock for a worker's system call only when
+ *   a worker answers a retransmission from the DRC, whose original may
+ *   be a call of the loop's open batch: it sets the pending stamps first.
+ * - the loop sets them before every round of replies it sends (rpc.c,
+ *   rpc_uncork: sending can resume held input, whose calls reply too).
  */
 #define SD_MAX 64
 struct sd_entry {

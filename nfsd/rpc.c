@@ -1011,12 +1011,29 @@ static void conn_writable(struct rpc_conn *c)
 		conn_resume(c);
 }
 
-/* rpc_uncork -- send the replies queued by calls run inline (loop thread). */
+static void (*batch_end)(void);
+
+static void rpc_uncork_round(struct rpc_conn *round);
+
+/* rpc_uncork -- send the replies queued by calls run inline (loop thread),
+ * each round after batch_end: a connection resumed by its flush runs calls
+ * inline, whose replies form the next round. */
 static void rpc_uncork(void)
 {
-	while (R.corked) {
-		struct rpc_conn *c = R.corked;
-		R.corked = c->cork_next;
+	do {
+		if (batch_end)
+			batch_end();
+		struct rpc_conn *round = R.corked;
+		R.corked = NULL;
+		rpc_uncork_round(round);
+	} while (R.corked);
+}
+
+static void rpc_uncork_round(struct rpc_conn *round)
+{
+	while (round) {
+		struct rpc_conn *c = round;
+		round = c->cork_next;
 		c->cork_next = NULL;
 		pthread_mutex_lock(&c->lock);
 		c->corked = false;
@@ -1142,8 +1159,6 @@ void rpc_set_limits(const struct rpc_limits *l)
 		R.sweep_ns = RPC_SWEEP_MAX_NS;
 }
 
-static void (*batch_end)(void);
-
 void rpc_set_batch_end(void (*fn)(void))
 {
 	batch_end = fn;
@@ -1204,8 +1219,6 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 		}
 		if (__atomic_load_n(&R.resumes, __ATOMIC_ACQUIRE))
 			rpc_resume_held();
-		if (batch_end)
-			batch_end();
 		rpc_uncork();
 		/* counted from the end of the batch: the calls it ran inline
 		 * must not eat the client's window */

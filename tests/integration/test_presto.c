@@ -2961,6 +2961,89 @@ static void test_batch_stamps_coalesced(void **state)
 			 (unsigned long long)st.lsn, N);
 }
 
+/* uc_* -- a CREATE's reply seen by the client: the root's stamp then must
+ * cover its record (LSN uc_base + i + 1: the calls of one connection run
+ * in order, and only they append) */
+static uint64_t uc_base;
+static struct uc_slot {
+	int index;
+	int status;
+	uint64_t stamp;
+} uc[8];
+
+static void uc_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct uc_slot *u = priv;
+	struct test_stamp st;
+
+	(void)rpc;
+	u->status = status == RPC_STATUS_SUCCESS && data ? *(int *)data : -1;
+	u->stamp = getxattr(it_path(&srv, "."), "trusted.presto.lsn", &st, sizeof(st)) ==
+			   sizeof(st) ? st.lsn : 0;
+	pending--;
+}
+
+static void test_stamps_before_replies_of_resumed_calls(void **state)
+{
+	/* 6 READs of 1 MiB fill the connection's output queue past its bound,
+	 * so the loop holds the 8 CREATEs behind them and runs them when the
+	 * end of its batch sends the READs' replies: those CREATEs' replies
+	 * must wait for their stamps too (they went out with the stamps
+	 * still pending) */
+	enum { READS = 6, MIB = 1 << 20 };
+	static struct slot rs[READS];
+	static char data[MIB];
+	struct it_fh root, f;
+	char buf[65536];
+
+	(void)state;
+	start_logged(EXPORT_RW, NULL);
+	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &root, "big", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	it_fill(data, sizeof(data), 7);
+	assert_int_equal(it_write_file(it_path(&srv, "big"), data, sizeof(data), 0644), 0);
+	for (int round = 0; round < 5; round++) {
+		control("{\"cmd\":\"stats\"}\n", buf, sizeof(buf));
+		const char *p = strstr(buf, "\"appends\":");
+		assert_non_null(p);
+		uc_base = strtoull(p + 10, NULL, 10);
+		for (int i = 0; i < READS; i++) {
+			READ3args a = { .file = it_fh3(&f), .offset = 0, .count = MIB };
+			assert_int_equal(rpc_nfs3_read_async(rpc, slot_cb, &a, &rs[i]), 0);
+			pending++;
+		}
+		for (int i = 0; i < 8; i++) {
+			CREATE3args a;
+			char name[16];
+
+			snprintf(name, sizeof(name), "r%dc%d", round, i);
+			memset(&a, 0, sizeof(a));
+			a.where.dir = it_fh3(&root);
+			a.where.name = name;
+			a.how.mode = GUARDED;
+			uc[i] = (struct uc_slot){ .index = i };
+			assert_int_equal(rpc_nfs3_create_async(rpc, uc_cb, &a, &uc[i]), 0);
+			pending++;
+		}
+		if (it_wait_all(&rpc, 1, &pending, IT_TIMEOUT_MS) != 0)
+			fail_msg("round %d: %d calls unanswered", round, pending);
+		for (int i = 0; i < READS; i++)
+			assert_int_equal(rs[i].status, NFS3_OK);
+		for (int i = 0; i < 8; i++) {
+			assert_int_equal(uc[i].status, NFS3_OK);
+			if (uc[i].stamp < uc_base + (uint64_t)i + 1)
+				fail_msg("round %d: the reply of CREATE %d (LSN %llu) came while the "
+					 "root's stamp was at LSN %llu", round, i,
+					 (unsigned long long)(uc_base + (uint64_t)i + 1),
+					 (unsigned long long)uc[i].stamp);
+		}
+	}
+	it_rpc_close(rpc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2996,6 +3079,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_commit_after_switching_on, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 		cmocka_unit_test_teardown(test_batch_stamps_coalesced, test_teardown),
+		cmocka_unit_test_teardown(test_stamps_before_replies_of_resumed_calls, test_teardown),
 		cmocka_unit_test_teardown(test_readdir_inline_small_dirs, test_teardown),
 		cmocka_unit_test_teardown(test_export_without_xattrs_writes_through, test_teardown),
 		cmocka_unit_test_teardown(test_root_stamp_before_mark, test_teardown),
