@@ -2558,19 +2558,34 @@ static bool kw_first_entry(const char *path, char *out, size_t len)
 	return e != NULL;
 }
 
+/* srv_until -- poll the server's pid until ok(pid, arg) or the time end
+ * (ms); the pid last seen into *pid. Returns whether ok said yes. */
+static bool srv_until(long long end, bool (*ok)(pid_t, const char *), const char *arg, pid_t *pid)
+{
+	*pid = -1;
+	while (now_ms() < end) {
+		*pid = __atomic_load_n(&srv.pid, __ATOMIC_SEQ_CST);
+		if (*pid > 0 && ok(*pid, arg))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static bool kw_fifo_open(pid_t pid, const char *unused)
+{
+	(void)unused;
+	return kw_in_fifo_open(pid);
+}
+
 static void *kw_main(void *arg)
 {
 	long long end = now_ms() + 8000;	/* within the start's 10 s */
-	pid_t pid = -1;
+	pid_t pid;
 
 	(void)arg;
 	/* rd_load has the FIFO open and waits for more: let it see the end */
-	while (now_ms() < end) {
-		pid = __atomic_load_n(&srv.pid, __ATOMIC_SEQ_CST);
-		if (pid > 0 && kw_reading(pid, kw.fifo))
-			break;
-		usleep(1000);
-	}
+	srv_until(end, kw_reading, kw.fifo, &pid);
 	close(kw.rw);
 	kw.rw = -1;
 	/* the replay re-creates the first object, then blocks in the append
@@ -2760,16 +2775,10 @@ static struct {
 
 static void *kf_main(void *arg)
 {
-	long long end = now_ms() + 8000;	/* within the start's 10 s */
-	pid_t pid = -1;
+	pid_t pid;
 
 	(void)arg;
-	while (now_ms() < end) {
-		pid = __atomic_load_n(&srv.pid, __ATOMIC_SEQ_CST);
-		if (pid > 0 && (kf.blocked = kw_in_fifo_open(pid)))
-			break;
-		usleep(1000);
-	}
+	kf.blocked = srv_until(now_ms() + 8000, kw_fifo_open, NULL, &pid);
 	if (pid > 0)
 		kf.killed = kill(pid, SIGKILL) == 0;
 	return NULL;
@@ -2848,28 +2857,44 @@ static void kf_check(const struct it_fh *f, const char *data, size_t len, const 
 	free(p);
 }
 
+static const char kf_data[] = "acknowledged before the crash";
+
+/* kf_first_replay_killed -- "f" made with kf_data (its handle into *f),
+ * then a replay that re-creates it killed in rd_save: the redirect is in
+ * the log only */
+static void kf_first_replay_killed(struct it_fh *f, const char *what)
+{
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	kf_create(f, kf_data, sizeof(kf_data));
+	kf_killed_start(what);
+	assert_false(state_has(&srv, "redirects"));
+}
+
+/* kf_last_start -- a start without the FIFO that replays for replay-pending
+ * (--replay=auto) and gets through */
+static void kf_last_start(void)
+{
+	no_destage();
+	it_server_restart_after(&srv, SIGKILL, kf_disarm);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	assert_false(state_has(&srv, "replay-pending"));
+}
+
 static void test_replay_killed_after_logging_redirects(void **state)
 {
 	/* the replay re-created f and logged its redirect, then died before
 	 * the redirects file held it: the next start must take it from the
 	 * log (rd_scan), or the name f, which holds the re-created object,
 	 * passes for applied and the client's handle is stale */
-	static const char data[] = "acknowledged before the crash";
 	struct it_fh f;
 
 	(void)state;
-	start_logged(EXPORT_RW, replay_always_no_destage);
-	kf_create(&f, data, sizeof(data));
-	kf_killed_start("the first replay");
-	assert_false(state_has(&srv, "redirects"));
-	no_destage();	/* --replay=auto: the next start replays for replay-pending */
-	it_server_restart_after(&srv, SIGKILL, kf_disarm);	/* -1: the last one died */
-	assert_true(it_server_running(&srv));
+	kf_first_replay_killed(&f, "the first replay");
+	kf_last_start();
 	if (!log_says(&srv, "holds 1 redirect(s) of an earlier replay"))
 		fail_msg("the start after the killed replay did not load the redirect it logged");
-	assert_false(state_has(&srv, "replay-pending"));
 	assert_true(state_has(&srv, "redirects"));
-	kf_check(&f, data, sizeof(data), "after a replay killed with its redirect logged");
+	kf_check(&f, kf_data, sizeof(kf_data), "after a replay killed with its redirect logged");
 }
 
 static void test_redirect_of_the_later_replay_wins(void **state)
@@ -2881,14 +2906,10 @@ static void test_redirect_of_the_later_replay_wins(void **state)
 	 * loads the file's redirect first and the log's after it: the newer
 	 * one is the file's, by the replays' epochs, and it must be the one
 	 * the replay follows */
-	static const char data[] = "acknowledged before the crash";
 	struct it_fh f;
 
 	(void)state;
-	start_logged(EXPORT_RW, replay_always_no_destage);
-	kf_create(&f, data, sizeof(data));
-	kf_killed_start("the first replay (persistent memory)");
-	assert_false(state_has(&srv, "redirects"));
+	kf_first_replay_killed(&f, "the first replay (persistent memory)");
 	nvram_kind = IT_NVRAM_MSYNC;
 	replay_always_no_destage();
 	kf_killed_start("the second replay (msync)");
@@ -2897,16 +2918,49 @@ static void test_redirect_of_the_later_replay_wins(void **state)
 	assert_true(state_has(&srv, "redirects"));
 	/* as if the second replay had been killed between the rename of its
 	 * object into place and its WRITE into it (which stamps the file as
-	 * well): the next replay must write
-	 * the data into that object, through the newer redirect (the older
-	 * one leads nowhere, and a WRITE whose object is gone is skipped) */
+	 * well): the next replay must write the data into that object,
+	 * through the newer redirect (the older one leads nowhere, and a
+	 * WRITE whose object is gone is skipped) */
 	assert_int_equal(truncate(it_path(&srv, "f"), 0), 0);
 	assert_int_equal(removexattr(it_path(&srv, "f"), "trusted.presto.lsn"), 0);
-	no_destage();
-	it_server_restart_after(&srv, SIGKILL, kf_disarm);
-	assert_true(it_server_running(&srv));
-	assert_false(state_has(&srv, "replay-pending"));
-	kf_check(&f, data, sizeof(data), "after two killed replays");
+	kf_last_start();
+	kf_check(&f, kf_data, sizeof(kf_data), "after two killed replays");
+}
+
+/* stat_u64 -- the first number named key in the server's "stats" answer */
+static uint64_t stat_u64(const char *key)
+{
+	char buf[65536], k[64];
+
+	control("{\"cmd\":\"stats\"}\n", buf, sizeof(buf));
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	const char *p = strstr(buf, k);
+	if (!p)
+		fail_msg("no %s in the stats", key);
+	return strtoull(p + strlen(k), NULL, 10);
+}
+
+/* connect_root -- a connection to the server and the export root's handle */
+static struct rpc_context *connect_root(struct it_fh *root)
+{
+	assert_int_equal(it_root_fh(&srv, root), MNT3_OK);
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	return rpc;
+}
+
+/* queue_create -- send a GUARDED CREATE of name in dir, answered to cb */
+static void queue_create(struct rpc_context *rpc, const struct it_fh *dir, const char *name,
+			 rpc_cb cb, void *priv)
+{
+	CREATE3args a;
+
+	memset(&a, 0, sizeof(a));
+	a.where.dir = it_fh3(dir);
+	a.where.name = (char *)name;	/* encoded by the call */
+	a.how.mode = GUARDED;
+	assert_int_equal(rpc_nfs3_create_async(rpc, cb, &a, priv), 0);
+	pending++;
 }
 
 static void test_batch_stamps_coalesced(void **state)
@@ -2919,37 +2973,23 @@ static void test_batch_stamps_coalesced(void **state)
 	static struct slot s[N];
 	struct it_fh root;
 	struct test_stamp st;
-	char buf[65536];
 
 	(void)state;
 	start_logged(EXPORT_RW, NULL);
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-	assert_non_null(rpc);
+	struct rpc_context *rpc = connect_root(&root);
 	for (int i = 0; i < N; i++) {
-		CREATE3args a;
 		char name[16];
 
 		snprintf(name, sizeof(name), "c%02d", i);
-		memset(&a, 0, sizeof(a));
-		a.where.dir = it_fh3(&root);
-		a.where.name = name;	/* encoded by the call */
-		a.how.mode = GUARDED;
-		assert_int_equal(rpc_nfs3_create_async(rpc, slot_cb, &a, &s[i]), 0);
-		pending++;
+		queue_create(rpc, &root, name, slot_cb, &s[i]);
 	}
 	if (it_wait_all(&rpc, 1, &pending, IT_TIMEOUT_MS) != 0)
 		fail_msg("%d CREATEs unanswered", pending);
 	for (int i = 0; i < N; i++)
 		assert_int_equal(s[i].status, NFS3_OK);
 	it_rpc_close(rpc);
-	control("{\"cmd\":\"stats\"}\n", buf, sizeof(buf));
-	const char *p = strstr(buf, "\"stamps_coalesced\":");
-	assert_non_null(p);
-	unsigned long long coalesced = strtoull(p + 19, NULL, 10);
-	p = strstr(buf, "\"appends\":");
-	assert_non_null(p);
-	unsigned long long appends = strtoull(p + 10, NULL, 10);
+	unsigned long long coalesced = stat_u64("stamps_coalesced");
+	unsigned long long appends = stat_u64("appends");
 	print_message("%d CREATEs: %llu records, %llu root stamps coalesced\n", N, appends,
 		      coalesced);
 	assert_int_equal(appends, N);	/* LSN 1 to N */
@@ -2994,39 +3034,27 @@ static void test_stamps_before_replies_of_resumed_calls(void **state)
 	static struct slot rs[READS];
 	static char data[MIB];
 	struct it_fh root, f;
-	char buf[65536];
 
 	(void)state;
 	start_logged(EXPORT_RW, NULL);
-	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-	assert_non_null(rpc);
+	struct rpc_context *rpc = connect_root(&root);
 	assert_int_equal(it_create(rpc, &root, "big", UNCHECKED, 0644, NULL, &r), NFS3_OK);
 	f = r.fh;
 	it_fill(data, sizeof(data), 7);
 	assert_int_equal(it_write_file(it_path(&srv, "big"), data, sizeof(data), 0644), 0);
 	for (int round = 0; round < 5; round++) {
-		control("{\"cmd\":\"stats\"}\n", buf, sizeof(buf));
-		const char *p = strstr(buf, "\"appends\":");
-		assert_non_null(p);
-		uc_base = strtoull(p + 10, NULL, 10);
+		uc_base = stat_u64("appends");
 		for (int i = 0; i < READS; i++) {
 			READ3args a = { .file = it_fh3(&f), .offset = 0, .count = MIB };
 			assert_int_equal(rpc_nfs3_read_async(rpc, slot_cb, &a, &rs[i]), 0);
 			pending++;
 		}
 		for (int i = 0; i < 8; i++) {
-			CREATE3args a;
 			char name[16];
 
 			snprintf(name, sizeof(name), "r%dc%d", round, i);
-			memset(&a, 0, sizeof(a));
-			a.where.dir = it_fh3(&root);
-			a.where.name = name;
-			a.how.mode = GUARDED;
 			uc[i] = (struct uc_slot){ .index = i };
-			assert_int_equal(rpc_nfs3_create_async(rpc, uc_cb, &a, &uc[i]), 0);
-			pending++;
+			queue_create(rpc, &root, name, uc_cb, &uc[i]);
 		}
 		if (it_wait_all(&rpc, 1, &pending, IT_TIMEOUT_MS) != 0)
 			fail_msg("round %d: %d calls unanswered", round, pending);
