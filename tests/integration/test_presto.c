@@ -2978,7 +2978,7 @@ static void test_batch_stamps_coalesced(void **state)
 	start_logged(EXPORT_RW, NULL);
 	struct rpc_context *rpc = connect_root(&root);
 	for (int i = 0; i < N; i++) {
-		char name[16];
+		char name[32];
 
 		snprintf(name, sizeof(name), "c%02d", i);
 		queue_create(rpc, &root, name, slot_cb, &s[i]);
@@ -3050,7 +3050,7 @@ static void test_stamps_before_replies_of_resumed_calls(void **state)
 			pending++;
 		}
 		for (int i = 0; i < 8; i++) {
-			char name[16];
+			char name[32];
 
 			snprintf(name, sizeof(name), "r%dc%d", round, i);
 			uc[i] = (struct uc_slot){ .index = i };
