@@ -1013,22 +1013,8 @@ static void conn_writable(struct rpc_conn *c)
 
 static void (*batch_end)(void);
 
-static void rpc_uncork_round(struct rpc_conn *round);
-
-/* rpc_uncork -- send the replies queued by calls run inline (loop thread),
- * each round after batch_end: a connection resumed by its flush runs calls
- * inline, whose replies form the next round. */
-static void rpc_uncork(void)
-{
-	do {
-		if (batch_end)
-			batch_end();
-		struct rpc_conn *round = R.corked;
-		R.corked = NULL;
-		rpc_uncork_round(round);
-	} while (R.corked);
-}
-
+/* rpc_uncork_round -- send the queued replies of the corked connections
+ * round (a list through cork_next) */
 static void rpc_uncork_round(struct rpc_conn *round)
 {
 	while (round) {
@@ -1048,6 +1034,20 @@ static void rpc_uncork_round(struct rpc_conn *round)
 			conn_resume(c);
 		conn_put(c);
 	}
+}
+
+/* rpc_uncork -- send the replies queued by calls run inline (loop thread),
+ * each round after batch_end: a connection resumed by its flush runs calls
+ * inline, whose replies form the next round. */
+static void rpc_uncork(void)
+{
+	do {
+		if (batch_end)
+			batch_end();
+		struct rpc_conn *round = R.corked;
+		R.corked = NULL;
+		rpc_uncork_round(round);
+	} while (R.corked);
 }
 
 /* rpc_resume_held -- go on with the connections whose throttle was lifted
