@@ -46,12 +46,7 @@ void fdcache_init(unsigned entries)
 
 static unsigned hash(uint32_t id, const struct fh_kernel *kh)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ id;
-
-	h = (h ^ (uint32_t)kh->type) * 0x100000001b3ull;
-	for (unsigned i = 0; i < kh->len; i++)
-		h = (h ^ kh->bytes[i]) * 0x100000001b3ull;
-	return (unsigned)(h % FDC_BUCKETS);
+	return (unsigned)(fh_kernel_hash(id, kh) % FDC_BUCKETS);
 }
 
 static bool match(const struct fdcache_ref *e, uint32_t id, const struct fh_kernel *kh)

@@ -15,6 +15,17 @@
 
 static uint8_t fh_key[crypto_generichash_KEYBYTES];
 
+uint64_t fh_kernel_hash(uint32_t export_id, const struct fh_kernel *kh)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	h = (h ^ export_id) * 0x100000001b3ull;
+	h = (h ^ (uint32_t)kh->type) * 0x100000001b3ull;
+	for (unsigned i = 0; i < kh->len; i++)
+		h = (h ^ kh->bytes[i]) * 0x100000001b3ull;
+	return h;
+}
+
 int fh_init(const char *state_dir)
 {
 	char path[4096], tmp[4200];

@@ -45,6 +45,9 @@ struct fh_kernel {
 	uint8_t bytes[FH_KH_MAX];
 };
 
+/* fh_kernel_hash -- a hash (64-bit FNV-1a) of kh in export export_id, for
+ * tables keyed by both: not a MAC */
+uint64_t fh_kernel_hash(uint32_t export_id, const struct fh_kernel *kh);
 /* fh_init -- load the secret from STATE_DIR/fh.key, creating it (0600) if
  * absent. Returns 0 or -errno. */
 int fh_init(const char *state_dir);

@@ -590,12 +590,7 @@ char *presto_name(struct presto_txn *t, unsigned slot, const char *name)
  * the free one where it goes. P.rd_idx_cap > 0, under P.rd_lock. */
 static size_t rd_slot(uint32_t export_id, const struct fh_kernel *kh)
 {
-	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
-
-	h = (h ^ export_id) * 0x100000001b3ull;
-	h = (h ^ (uint32_t)kh->type) * 0x100000001b3ull;
-	for (unsigned i = 0; i < kh->len; i++)
-		h = (h ^ kh->bytes[i]) * 0x100000001b3ull;
+	uint64_t h = fh_kernel_hash(export_id, kh);
 	size_t mask = P.rd_idx_cap - 1, at = (size_t)(h ^ (h >> 29)) & mask;
 	while (P.rd_idx[at]) {
 		const struct redirect *r = &P.rd[P.rd_idx[at] - 1];
@@ -937,6 +932,43 @@ static int rd_log(uint32_t export_id, const struct fh_kernel *old_kh, const stru
 	return nvlog_append(P.log, PLOG_REDIRECT, &iov, 1, &lsn);
 }
 
+/* plog_decode -- record rec as a plog_rec into *r (xdr_free it after) and
+ * the MACs after it (plog.x: none in a record of a server before them, or
+ * exactly one per plog_obj, 2 at most) into macs, their count into *nmacs.
+ * false: it does not decode (nothing to free). */
+static bool plog_decode(const struct nvlog_rec *rec, plog_rec *r,
+			uint8_t macs[][PLOG_MAC_SIZE], unsigned *nmacs)
+{
+	XDR x;
+
+	memset(r, 0, sizeof(*r));
+	*nmacs = 0;
+	xdrmem_create(&x, (char *)rec->payload, rec->len, XDR_DECODE);
+	bool ok = xdr_plog_rec(&x, r) && (uint16_t)r->op.type == rec->type;
+	if (ok && xdr_getpos(&x) < rec->len) {
+		plog_macs m = { { 0, NULL } };
+		unsigned n = plog_nobjs(r->op.type);
+		ok = xdr_plog_macs(&x, &m) && m.mac.mac_len == n * PLOG_MAC_SIZE &&
+		     xdr_getpos(&x) == rec->len;
+		if (ok) {
+			memcpy(macs, m.mac.mac_val, m.mac.mac_len);
+			*nmacs = n;
+		}
+		xdr_free(XDRPROC(xdr_plog_macs), (char *)&m);
+	}
+	xdr_destroy(&x);
+	if (!ok)
+		xdr_free(XDRPROC(xdr_plog_rec), (char *)r);
+	return ok;
+}
+
+/* plog_kh_ok -- whether a recorded kernel handle has a length a filesystem
+ * could give out */
+static bool plog_kh_ok(const plog_kh *kh)
+{
+	return kh->bytes.bytes_len > 0 && kh->bytes.bytes_len <= FH_KH_MAX;
+}
+
 /* rd_scan_cb -- nvlog_scan callback of rd_scan: a redirect record into the
  * table, when it decodes and its MAC checks out */
 struct rd_scan_ctx {
@@ -947,37 +979,27 @@ struct rd_scan_ctx {
 static int rd_scan_cb(void *arg, const struct nvlog_rec *rec)
 {
 	struct rd_scan_ctx *sc = arg;
+	uint8_t macs[2][PLOG_MAC_SIZE];
+	unsigned nmacs;
 	plog_rec r;
-	plog_macs m = { { 0, NULL } };
-	XDR x;
 
 	if (rec->type != PLOG_REDIRECT)
 		return 0;
 	sc->n++;
-	memset(&r, 0, sizeof(r));
-	xdrmem_create(&x, (char *)rec->payload, rec->len, XDR_DECODE);
-	bool ok = xdr_plog_rec(&x, &r) && r.op.type == PLOG_REDIRECT && xdr_plog_macs(&x, &m) &&
-		  xdr_getpos(&x) == rec->len && m.mac.mac_len == FH_MAC;
-	xdr_destroy(&x);
+	if (!plog_decode(rec, &r, macs, &nmacs))
+		return 0;	/* replay_cb says so, and counts it */
 	const plog_redirect *d = &r.op.plog_op_u.redirect;
 	struct fh_kernel o, n;
-	if (ok && (d->obj.kh.bytes.bytes_len == 0 || d->obj.kh.bytes.bytes_len > FH_KH_MAX ||
-		   d->was.bytes.bytes_len == 0 || d->was.bytes.bytes_len > FH_KH_MAX))
-		ok = false;
-	if (!ok)
-		goto out;	/* replay_cb says so, and counts it */
 	kh_from_plog(&d->obj.kh, &n);
 	kh_from_plog(&d->was, &o);
-	if (!fh_mac_ok(d->obj.export_id, &n, (const uint8_t *)m.mac.mac_val)) {
-		log_warnx("NVRAM log record LSN %llu: a redirect whose MAC does not check out "
+	if (nmacs != 1 || !plog_kh_ok(&d->obj.kh) || !plog_kh_ok(&d->was) ||
+	    !fh_mac_ok(d->obj.export_id, &n, macs[0])) {
+		log_warnx("NVRAM log record LSN %llu: a redirect without a MAC that checks out "
 			  "ignored (a record this appliance did not write)",
 			  (unsigned long long)rec->lsn);
-		goto out;
-	}
-	if (!sc->err)
+	} else if (!sc->err) {
 		sc->err = rd_add(d->obj.export_id, &o, &n, false, rec->epoch);
-out:
-	xdr_free(XDRPROC(xdr_plog_macs), (char *)&m);
+	}
 	xdr_free(XDRPROC(xdr_plog_rec), (char *)&r);
 	return 0;
 }
@@ -2282,7 +2304,7 @@ static int resolve(struct replay_ctx *rc, const plog_obj *o, int slot, struct fh
 	/* a handle no filesystem would give out is a malformed record, not an
 	 * object removed later (which open_by_handle_at reports as ESTALE or
 	 * ENOENT; EINVAL means the handle itself is wrong) */
-	if (o->kh.bytes.bytes_len == 0 || o->kh.bytes.bytes_len > FH_KH_MAX)
+	if (!plog_kh_ok(&o->kh))
 		return -EINVAL;
 	if (slot >= 0 && !authentic(rc, xe, o, slot))
 		return -EPERM;
@@ -2764,7 +2786,6 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 {
 	struct replay_ctx *rc = arg;
 	plog_rec r;
-	XDR x;
 	int e = 0;
 
 	rc->last_lsn = rec->lsn;
@@ -2772,25 +2793,7 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 	rc->epoch = rec->epoch;	/* what replay stamps, it stamps as of this record */
 	CNT_ADD(rec_records, 1);
 	CNT_ADD(rec_bytes, rec->len);
-	memset(&r, 0, sizeof(r));
-	xdrmem_create(&x, (char *)rec->payload, rec->len, XDR_DECODE);
-	bool ok = xdr_plog_rec(&x, &r) && (uint16_t)r.op.type == rec->type;
-	rc->nmacs = 0;
-	if (ok && xdr_getpos(&x) < rec->len) {
-		/* the MACs (plog.x): exactly one per plog_obj, and then the end */
-		plog_macs m = { { 0, NULL } };
-		unsigned n = plog_nobjs(r.op.type);
-		ok = xdr_plog_macs(&x, &m) && m.mac.mac_len == n * PLOG_MAC_SIZE &&
-		     xdr_getpos(&x) == rec->len;
-		if (ok) {
-			memcpy(rc->macs, m.mac.mac_val, m.mac.mac_len);
-			rc->nmacs = n;
-		}
-		xdr_free(XDRPROC(xdr_plog_macs), (char *)&m);
-	}
-	if (!ok) {
-		xdr_destroy(&x);
-		xdr_free(XDRPROC(xdr_plog_rec), (char *)&r);
+	if (!plog_decode(rec, &r, rc->macs, &rc->nmacs)) {
 		CNT_ADD(rec_errors, 1);
 		log_warnx("NVRAM log record LSN %llu (type %u, %u bytes at offset %llu) does not decode "
 			  "(inspect it with presto-log dump)",
@@ -2798,7 +2801,6 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 			  (unsigned long long)rec->offset);
 		return 0;
 	}
-	xdr_destroy(&x);
 	if (r.op.type == PLOG_REDIRECT) {
 		/* in the table already (rd_scan) */
 		xdr_free(XDRPROC(xdr_plog_rec), (char *)&r);
