@@ -1318,8 +1318,8 @@ int it_rmdir(struct rpc_context *rpc, const struct it_fh *dir, const char *name,
 	return it_nfs3(rpc, NFS3_RMDIR, &a, r);
 }
 
-int it_write(struct rpc_context *rpc, const struct it_fh *fh, uint64_t off, const void *buf,
-	     uint32_t len, int stable, struct it_res *r)
+WRITE3args it_write3(const struct it_fh *fh, uint64_t off, const void *buf, uint32_t len,
+		     int stable)
 {
 	WRITE3args a;
 
@@ -1330,6 +1330,14 @@ int it_write(struct rpc_context *rpc, const struct it_fh *fh, uint64_t off, cons
 	a.stable = stable;
 	a.data.data_len = len;
 	a.data.data_val = (char *)buf;
+	return a;
+}
+
+int it_write(struct rpc_context *rpc, const struct it_fh *fh, uint64_t off, const void *buf,
+	     uint32_t len, int stable, struct it_res *r)
+{
+	WRITE3args a = it_write3(fh, off, buf, len, stable);
+
 	return it_nfs3(rpc, NFS3_WRITE, &a, r);
 }
 

@@ -212,6 +212,10 @@ int it_remove(struct rpc_context *rpc, const struct it_fh *dir, const char *name
 int it_rmdir(struct rpc_context *rpc, const struct it_fh *dir, const char *name, struct it_res *r);
 int it_write(struct rpc_context *rpc, const struct it_fh *fh, uint64_t off, const void *buf,
 	     uint32_t len, int stable, struct it_res *r);
+/* it_write3 -- the arguments of a WRITE of len bytes of buf at off (borrowed:
+ * buf and fh's handle must outlive the call) */
+WRITE3args it_write3(const struct it_fh *fh, uint64_t off, const void *buf, uint32_t len,
+		     int stable);
 int it_read(struct rpc_context *rpc, const struct it_fh *fh, uint64_t off, uint32_t count, struct it_res *r);
 int it_symlink(struct rpc_context *rpc, const struct it_fh *dir, const char *name,
 	       const char *target, struct it_res *r);

@@ -195,15 +195,9 @@ static void test_parallel_writes_one_file(void **state)
 	for (int k = 0; k < PER; k++)
 		for (int i = 0; i < NCLIENTS; i++) {
 			size_t off = ((size_t)k * NCLIENTS + (size_t)i) * STRIPE;
-			WRITE3args a;
+			WRITE3args a = it_write3(&f, off, data + off, STRIPE,
+						 k % 3 == 0 ? FILE_SYNC : UNSTABLE);
 
-			memset(&a, 0, sizeof(a));
-			a.file = it_fh3(&f);
-			a.offset = off;
-			a.count = STRIPE;
-			a.stable = (k % 3 == 0) ? FILE_SYNC : UNSTABLE;
-			a.data.data_len = STRIPE;
-			a.data.data_val = data + off;
 			assert_int_equal(rpc_nfs3_write_async(cl[i], slot_cb, &a, &s[k * NCLIENTS + i]), 0);
 			pending++;
 		}
@@ -250,17 +244,12 @@ static void test_namespace_storm(void **state)
 			}
 		for (int j = 0; j < N; j++)
 			for (int i = 0; i < NCLIENTS; i++) {
-				WRITE3args w;
 				RENAME3args rn;
 
 				snprintf(name, sizeof(name), "c%d-f%d", i, j);
 				snprintf(to, sizeof(to), "c%d-g%d", i, j);
-				memset(&w, 0, sizeof(w));
-				w.file = it_fh3(&fh[i][j]);
-				w.count = (uint32_t)strlen(name);
-				w.stable = FILE_SYNC;
-				w.data.data_len = w.count;
-				w.data.data_val = name;
+				WRITE3args w = it_write3(&fh[i][j], 0, name, (uint32_t)strlen(name),
+							 FILE_SYNC);
 				assert_int_equal(rpc_nfs3_write_async(cl[i], slot_cb, &w, &s[k++]), 0);
 				rn.from.dir = it_fh3(&d);
 				rn.from.name = name;

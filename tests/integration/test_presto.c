@@ -119,15 +119,10 @@ static void test_small_log_never_drops(void **state)
 	for (int k = 0; k < PER; k += 16) {
 		for (int i = 0; i < NC; i++)
 			for (int j = k; j < k + 16 && j < PER; j++) {
-				WRITE3args a;
+				WRITE3args a = it_write3(&f[i], (uint64_t)j * CHUNK,
+							 data[i] + (size_t)j * CHUNK, CHUNK,
+							 UNSTABLE);
 
-				memset(&a, 0, sizeof(a));
-				a.file = it_fh3(&f[i]);
-				a.offset = (uint64_t)j * CHUNK;
-				a.count = CHUNK;
-				a.stable = UNSTABLE;
-				a.data.data_len = CHUNK;
-				a.data.data_val = data[i] + (size_t)j * CHUNK;
 				assert_int_equal(rpc_nfs3_write_async(c[i], slot_cb, &a, &s[i][j]), 0);
 				pending++;
 			}
@@ -1051,13 +1046,7 @@ static void test_drain_does_not_spin(void **state)
 	snprintf(cmd, sizeof(cmd), "fsfreeze -f '%s'", dropped_mnt);
 	assert_int_equal(system(cmd), 0);
 	b_frozen = true;
-	WRITE3args wa;
-	memset(&wa, 0, sizeof(wa));
-	wa.file = it_fh3(&f);
-	wa.count = 4;
-	wa.stable = FILE_SYNC;
-	wa.data.data_len = 4;
-	wa.data.data_val = "held";
+	WRITE3args wa = it_write3(&f, 0, "held", 4, FILE_SYNC);
 	pending = 1;
 	assert_int_equal(rpc_nfs3_write_async(a, slot_cb, &wa, &w), 0);
 	it_wait(a, &w.done, 300);	/* sent; it waits for the thaw */

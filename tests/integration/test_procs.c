@@ -544,17 +544,12 @@ static void test_write_count_mismatch(void **state)
 	 * the answer to the server but it must not write past the data */
 	struct it_fh d = mkdir_fh("wcount");
 	struct it_fh f = create_fh(&d, "f", 0644);
-	WRITE3args a;
+	WRITE3args a = it_write3(&f, 0, "0123456789", 10, FILE_SYNC);
 	struct stat st;
 	int rc;
 
 	(void)state;
-	memset(&a, 0, sizeof(a));
-	a.file = it_fh3(&f);
 	a.count = 100;
-	a.stable = FILE_SYNC;
-	a.data.data_len = 10;
-	a.data.data_val = "0123456789";
 	rc = it_nfs3(rpc, NFS3_WRITE, &a, &r);
 	assert_int_equal(stat(it_path(&srv, "wcount/f"), &st), 0);
 	if (rc == NFS3_OK)
