@@ -568,13 +568,13 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 	struct obj o = OBJ_INIT;
 	struct stat before;
 	unsigned stripe;
-	bool held = false, marked = false;
+	bool held = false, marked = false, have_before = false, have_after = false;
+	struct stat after;
 	int rc;
 
 	res->status = obj_get(c, &args->object, &o);
 	if (res->status != NFS3_OK)
 		goto out;
-	before = o.st;
 	if (!o.opts->rw) {
 		res->status = NFS3ERR_ROFS;
 		goto wcc;
@@ -592,9 +592,12 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 		held = true;
 	}
 	/* the guard is checked and the change made under the object's stripe:
-	 * one step for every other SETATTR (RFC 1813, 3.3.2) */
-	if (fstat(o.fd, &before) < 0)
-		before = o.st;
+	 * one step for every other SETATTR (RFC 1813, 3.3.2); the pre-op
+	 * attributes are taken there too (see WRITE), and the answers before
+	 * this point carry none */
+	have_before = fstat(o.fd, &before) == 0;
+	if (!have_before)
+		before = o.st;	/* the guard's best knowledge */
 	if (args->guard.check &&
 	    (args->guard.sattrguard3_u.obj_ctime.seconds != (uint32)before.st_ctim.tv_sec ||
 	     args->guard.sattrguard3_u.obj_ctime.nseconds != (uint32)before.st_ctim.tv_nsec)) {
@@ -608,11 +611,14 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 	if ((res->status = become(c, &o)) != NFS3_OK)
 		goto wcc;
 	rc = apply_sattr(c, &o, &args->new_attributes, false);
+	/* the post-op attributes under the stripe as well (a flush below
+	 * changes none of them) */
+	have_after = fstat(o.fd, &after) == 0;
 	if (c->txn.active) {
 		/* even a partly applied SETATTR is logged: what changed must
 		 * survive; the record holds the resulting values */
-		struct stat now;
-		if (fstat(o.fd, &now) == 0) {
+		const struct stat now = after;
+		if (have_after) {
 			plog_setattr *ps = &c->txn.op.plog_op_u.setattr;
 			const sattr3 *sa = &args->new_attributes;
 			c->txn.op.type = PLOG_SETATTR;
@@ -642,10 +648,20 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 			res->status = NFS3ERR_IO;
 	}
 wcc:
-	if (marked)
+	if (marked) {
+		/* a mark removed changes the ctime: the post-op attributes
+		 * after it (presto on: the stripe is still held) */
 		presto_size_settle(&c->txn, o.fd, args->new_attributes.size.set_size3_u.size);
+		if (have_after && c->txn.active)
+			have_after = fstat(o.fd, &after) == 0;
+	}
 	/* SETATTR3resok and SETATTR3resfail are both just obj_wcc */
-	vfs_wcc(wcc, &before, o.fd, obj_fsid(&o));
+	if (have_after) {
+		vfs_pre_op(&wcc->before, have_before ? &before : NULL);
+		vfs_post_op(&wcc->after, &after, obj_fsid(&o));
+	} else {
+		vfs_wcc(wcc, have_before ? &before : NULL, o.fd, obj_fsid(&o));
+	}
 	if (held)
 		presto_dir_release(stripe);
 out:
@@ -905,15 +921,14 @@ static void nfs3_write(struct call *c, void *a, void *r)
 	WRITE3args *args = a;
 	WRITE3res *res = r;
 	struct obj o = OBJ_INIT;
-	struct stat before;
+	struct stat before, after;
 	int fd = -1;
-	bool have_before = false, owned = false;
+	unsigned stripe;
+	bool have_before = false, have_after = false, held = false, owned = false;
 
 	res->status = obj_get(c, &args->file, &o);
 	if (res->status != NFS3_OK)
 		goto out;
-	before = o.st;
-	have_before = true;
 	if (!S_ISREG(o.st.st_mode)) {
 		res->status = S_ISDIR(o.st.st_mode) ? NFS3ERR_ISDIR : NFS3ERR_INVAL;
 		goto fail;
@@ -934,6 +949,24 @@ static void nfs3_write(struct call *c, void *a, void *r)
 	const struct stat *sts[] = { &o.st };
 	if ((res->status = log_begin(c, &o, sts, 1, args->data.data_len + 512)) != NFS3_OK)
 		goto fail;
+	if (!c->txn.active) {
+		/* no log: no stripe was taken; WRITEs and SETATTRs of one file
+		 * still go one at a time, for the wcc data below */
+		if (presto_dir_hold(o.st.st_dev, o.st.st_ino, c->on_loop, &stripe) < 0) {
+			res->status = call_defer(c);
+			goto fail;
+		}
+		held = true;
+	}
+	/* the pre-op attributes under the file's stripe, so that no other
+	 * WRITE or SETATTR falls between them and this one's change: taken
+	 * before (obj_get, or before a deferred call's worker waited for the
+	 * stripe), they could match a client's cache while the post-op
+	 * attributes carry another client's change too, and the client would
+	 * take that change for its own and keep its stale cache (the Linux
+	 * client's wcc check). The error answers before this point carry no
+	 * pre-op attributes, for the same reason. */
+	have_before = fstat(o.fd, &before) == 0;
 	if ((res->status = become(c, &o)) != NFS3_OK)
 		goto fail;
 	fd = open_data(c, &o, O_WRONLY, &owned);
@@ -968,6 +1001,13 @@ static void nfs3_write(struct call *c, void *a, void *r)
 		done += (size_t)n;
 		c->txn.has_op = c->txn.active;
 	}
+	/* the post-op attributes under the stripe too (a flush below changes
+	 * none of them) */
+	have_after = fstat(fd, &after) == 0;
+	if (held) {
+		presto_dir_release(stripe);	/* not across the fsync below */
+		held = false;
+	}
 	stable_how committed = args->stable;
 	if (accelerated(c)) {
 		/* durable in the NVRAM log before the reply: FILE_SYNC */
@@ -989,12 +1029,25 @@ static void nfs3_write(struct call *c, void *a, void *r)
 	ok->count = (count3)done;
 	ok->committed = committed;
 	presto_write_verf((uint8_t *)ok->verf, accelerated(c));
-	vfs_wcc(&ok->file_wcc, &before, fd, obj_fsid(&o));
+	vfs_pre_op(&ok->file_wcc.before, have_before && have_after ? &before : NULL);
+	if (have_after)
+		vfs_post_op(&ok->file_wcc.after, &after, obj_fsid(&o));
+	else
+		ok->file_wcc.after.attributes_follow = FALSE;
 	goto out;
 fail:
-	vfs_wcc(&res->WRITE3res_u.resfail.file_wcc, have_before ? &before : NULL, o.fd,
-		o.xe ? obj_fsid(&o) : 0);
+	if (have_after) {
+		/* the change is made, the flush failed: the attributes of
+		 * both ends were taken under the stripe */
+		vfs_pre_op(&res->WRITE3res_u.resfail.file_wcc.before, have_before ? &before : NULL);
+		vfs_post_op(&res->WRITE3res_u.resfail.file_wcc.after, &after, obj_fsid(&o));
+	} else {
+		vfs_wcc(&res->WRITE3res_u.resfail.file_wcc, have_before ? &before : NULL, o.fd,
+			o.xe ? obj_fsid(&o) : 0);
+	}
 out:
+	if (held)
+		presto_dir_release(stripe);
 	if (fd >= 0 && owned)
 		close(fd);
 	obj_put(&o);

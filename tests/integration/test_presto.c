@@ -182,6 +182,7 @@ static void start_logged(const char *clients, void (*flags)(void))
 }
 
 static struct rpc_context *connect_create(const char *name, struct it_fh *f);
+static struct rpc_context *connect_root(struct it_fh *root);
 static void control(const char *req, char *buf, size_t cap);
 static bool log_says(const struct it_server *s, const char *what);
 static void pending_after_reboot(struct it_server *s);
@@ -518,6 +519,116 @@ static void test_creation_refused_an_attribute_is_logged(void **state)
 	assert_int_equal(it_getattr(rpc, &f, &r), NFS3_OK);
 	assert_int_equal(it_getattr(rpc, &huge, &r), NFS3_OK);
 	it_rpc_close(rpc);
+}
+
+/* ---- wcc data of calls that waited for their file's stripe ---- */
+
+struct wcc_slot {
+	int done;
+	int status;
+	int has_before, has_after;
+	wcc_attr before;
+	fattr3 after;
+};
+
+static void wcc_cb(struct rpc_context *rpc, int status, void *data, void *priv)
+{
+	struct wcc_slot *s = priv;
+	WRITE3res *res = data;
+
+	(void)rpc;
+	s->done = 1;
+	pending--;
+	if (status != RPC_STATUS_SUCCESS || !res) {
+		s->status = -1;
+		return;
+	}
+	s->status = res->status;
+	wcc_data *w = res->status == NFS3_OK ? &res->WRITE3res_u.resok.file_wcc
+					     : &res->WRITE3res_u.resfail.file_wcc;
+	s->has_before = w->before.attributes_follow;
+	if (s->has_before)
+		s->before = w->before.pre_op_attr_u.attributes;
+	s->has_after = w->after.attributes_follow;
+	if (s->has_after)
+		s->after = w->after.post_op_attr_u.attributes;
+}
+
+static void queue_write(struct rpc_context *rpc, const struct it_fh *f, uint64_t off, char *data,
+			uint32_t len, struct wcc_slot *s)
+{
+	WRITE3args a;
+
+	memset(&a, 0, sizeof(a));
+	a.file = it_fh3(f);
+	a.offset = off;
+	a.count = len;
+	a.stable = FILE_SYNC;
+	a.data.data_len = len;
+	a.data.data_val = data;
+	memset(s, 0, sizeof(*s));
+	assert_int_equal(rpc_nfs3_write_async(rpc, wcc_cb, &a, s), 0);
+	pending++;
+}
+
+static void test_write_wcc_taken_under_the_stripe(void **state)
+{
+	/* WRITE A holds its file's stripe while its open for writing waits
+	 * for a local lease to be given back; WRITE B of the same file, run
+	 * by another worker, waits for the stripe meanwhile. B's pre-op
+	 * attributes must be the ones A left (10 bytes), not the ones B saw
+	 * before it waited (empty): a client that cached the empty file would
+	 * take A's change for B's own and keep its stale cache. With the log
+	 * (a nopresto export, so that both calls go to workers) and without */
+	static char a_data[10] = "AAAAAAAAAA", b_data[10] = "BBBBBBBBBB";
+	static const char *const clients[2] = {
+		EXPORT_RW, "127.0.0.1(rw,insecure,no_root_squash,nopresto)"
+	};
+	struct wcc_slot wa, wb;
+	struct it_fh root, f;
+
+	(void)state;
+	it_presto_only();
+	signal(SIGIO, SIG_IGN);	/* the lease break's signal */
+	for (int with_log = 1; with_log >= 0; with_log--) {
+		it_res_init(&r);
+		it_nvram = with_log ? nvram_kind : 0;
+		assert_int_equal(it_server_start(&srv, clients[with_log]), 0);
+		const char *path = it_path(&srv, "leased");
+		assert_int_equal(it_write_file(path, "", 0, 0644), 0);
+		struct rpc_context *rpc = connect_root(&root);
+		assert_int_equal(it_lookup(rpc, &root, "leased", &r), NFS3_OK);
+		f = r.fh;
+		int lfd = open(path, O_RDONLY | O_CLOEXEC);
+		assert_true(lfd >= 0);
+		if (fcntl(lfd, F_SETLEASE, F_RDLCK) < 0)
+			fail_msg("F_SETLEASE: %s", strerror(errno));
+		queue_write(rpc, &f, 0, a_data, sizeof(a_data), &wa);
+		assert_int_equal(it_wait(rpc, &wa.done, 300), -1);	/* A waits for the lease */
+		queue_write(rpc, &f, sizeof(a_data), b_data, sizeof(b_data), &wb);
+		assert_int_equal(it_wait(rpc, &wb.done, 300), -1);	/* B for the stripe */
+		assert_int_equal(fcntl(lfd, F_SETLEASE, F_UNLCK), 0);
+		close(lfd);
+		assert_int_equal(it_wait_all(&rpc, 1, &pending, IT_TIMEOUT_MS), 0);
+		assert_int_equal(wa.status, NFS3_OK);
+		assert_int_equal(wb.status, NFS3_OK);
+		assert_true(wa.has_after);
+		assert_true(wb.has_after);
+		if (wb.has_before &&
+		    (wb.before.size != wa.after.size ||
+		     wb.before.mtime.seconds != wa.after.mtime.seconds ||
+		     wb.before.mtime.nseconds != wa.after.mtime.nseconds ||
+		     wb.before.ctime.seconds != wa.after.ctime.seconds ||
+		     wb.before.ctime.nseconds != wa.after.ctime.nseconds))
+			fail_msg("%s: the second WRITE's pre-op attributes (size %llu) are not "
+				 "the ones the first left (size %llu)",
+				 with_log ? "with the log" : "without a log",
+				 (unsigned long long)wb.before.size,
+				 (unsigned long long)wa.after.size);
+		assert_int_equal(wb.after.size, 20);
+		it_rpc_close(rpc);
+		assert_int_equal(it_server_stop(&srv), 0);
+	}
 }
 
 #define MARK_XATTR "trusted.presto.export"
@@ -3071,6 +3182,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_replay_never_rolls_back, test_teardown),
 		cmocka_unit_test_teardown(test_replay_restores_lost_writes, test_teardown),
 		cmocka_unit_test_teardown(test_creation_refused_an_attribute_is_logged, test_teardown),
+		cmocka_unit_test_teardown(test_write_wcc_taken_under_the_stripe, test_teardown),
 		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
 		cmocka_unit_test_teardown(test_reload_keeps_marks, test_teardown),
 		cmocka_unit_test_teardown(test_second_server_is_refused, test_teardown),
