@@ -1092,29 +1092,53 @@ static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj
 	return become(c, d);
 }
 
-/* create_finish -- after the object exists: set its attributes (as the
- * caller), fill handle and attributes, commit. An attribute that cannot be
- * set (a group the caller is not in, a size past the limit) is the answer,
- * but the object exists all the same, and may be looked up and used: it is
- * logged as it is, as SETATTR logs what it changed before failing. */
+/* create_finish -- after the object exists (created, or found by CREATE
+ * UNCHECKED or EXCLUSIVE: created false): take its handle, set its
+ * attributes (as the caller), fill handle and attributes, describe it for
+ * the log, commit.
+ *
+ * The handle comes first, before anything is changed, as knfsd composes
+ * its handle before it creates or truncates: an object that no handle of
+ * the export can name (another filesystem mounted on the name: LOOKUP says
+ * ACCES) is answered ACCES and left as it was, and a creation that cannot
+ * be described is taken back (undo), so that no change goes unlogged.
+ * Afterwards, an attribute that cannot be set (a group the caller is not
+ * in, a size past the limit) is the answer, but the object exists all the
+ * same, and may be looked up and used: it is logged as it is, as SETATTR
+ * logs what it changed before failing. A file that existed changes only
+ * by the truncation of CREATE UNCHECKED with a size, logged as a SETATTR of
+ * its size whenever it was made, whatever the answer. */
 static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, const sattr3 *sa,
-			      bool skip_mode, post_op_fh3 *pfh, post_op_attr *pa)
+			      bool skip_mode, bool created, post_op_fh3 *pfh, post_op_attr *pa)
 {
 	struct obj n = OBJ_INIT;
 	nfsstat3 st = NFS3_OK, refused = NFS3_OK;
+	struct fh fh;
+	struct fh_kernel kh;
+	struct stat now;
+	bool truncated = false;
+	int rc;
 
 	n.xe = d->xe;
 	n.opts = d->opts;
 	n.fd = openat(d->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (n.fd < 0 || fstat(n.fd, &n.st) < 0) {
 		st = vfs_nfserr(errno);
-		goto out;
+		goto undo;
+	}
+	/* one handle and one stat of the object serve the reply and the log
+	 * record */
+	rc = handle_of(d, n.fd, "", &fh, &kh);
+	if (rc < 0) {
+		st = rc == -EXDEV ? NFS3ERR_ACCES : vfs_nfserr(rc);
+		goto undo;
 	}
 	/* most creations leave nothing to set after mknodat/mkdirat: then the
 	 * stat above is the object's attributes already */
 	bool changed = sa && sattr_any(&n, sa, skip_mode);
 	if (changed) {
-		/* an existing file truncated by CREATE UNCHECKED */
+		/* a size: a new file's, or an existing file truncated by
+		 * CREATE UNCHECKED */
 		bool marked = sa->size.set_it && S_ISREG(n.st.st_mode) && c->txn.active;
 		if (marked) {
 			vfs_become_root();
@@ -1122,56 +1146,75 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 			st = become(c, d);
 		}
 		if (st == NFS3_OK) {
-			int rc = apply_sattr(c, &n, sa, skip_mode);
+			rc = apply_sattr(c, &n, sa, skip_mode);
 			if (rc < 0)
 				refused = vfs_nfserr(rc);
+			else if (!created && sa->size.set_it)
+				truncated = true;
 		}
 		if (marked) {
 			presto_size_settle(&c->txn, n.fd, sa->size.set_size3_u.size);
 			if (st == NFS3_OK)
 				st = become(c, d);	/* settle left it root */
-			if (st != NFS3_OK)
-				goto out;
 		}
 	}
-	/* one handle and one stat of the new object serve the reply and the
-	 * log record */
-	struct fh fh;
-	struct fh_kernel kh;
-	struct stat now;
-	bool have_kh = handle_of(d, n.fd, "", &fh, &kh) == 0;
 	bool have_now = true;
 	if (changed)
 		have_now = fstat(n.fd, &now) == 0;
 	else
 		now = n.st;
-	pfh->handle_follows = have_kh && set_fh(&pfh->post_op_fh3_u.handle, &fh);
+	if (created && !have_now) {
+		st = vfs_nfserr(errno);	/* cannot be described for the log */
+		goto undo;
+	}
+	pfh->handle_follows = set_fh(&pfh->post_op_fh3_u.handle, &fh);
 	if (have_now)
 		vfs_post_op(pa, &now, obj_fsid(d));
 	else
 		pa->attributes_follow = FALSE;
-	if (c->txn.active) {
+	if (c->txn.active && created) {
 		plog_create *pc = &c->txn.op.plog_op_u.create;
-		if (have_kh && have_now) {
-			c->txn.op.type = PLOG_CREATE;
-			log_obj(c, 0, &pc->dir, d);
-			pc->name = presto_name(&c->txn, 0, name);
-			presto_stamp(&c->txn, d->fd, d->ref, &d->st);
-			pc->type = now.st_mode & S_IFMT;
-			pc->mode = now.st_mode & 07777;
-			pc->rdev_major = major(now.st_rdev);
-			pc->rdev_minor = minor(now.st_rdev);
-			if (!pc->target)
-				pc->target = presto_name(&c->txn, 1, "");
-			log_attr(&pc->attr, &now, S_ISREG(now.st_mode) && now.st_size > 0);
-			presto_kh(&c->txn, 1, &pc->result, &kh);
-			presto_mac(&c->txn, 1, fh.data + fh.len - FH_MAC);
-			c->txn.has_op = true;
-		}
+		c->txn.op.type = PLOG_CREATE;
+		log_obj(c, 0, &pc->dir, d);
+		pc->name = presto_name(&c->txn, 0, name);
+		presto_stamp(&c->txn, d->fd, d->ref, &d->st);
+		pc->type = now.st_mode & S_IFMT;
+		pc->mode = now.st_mode & 07777;
+		pc->rdev_major = major(now.st_rdev);
+		pc->rdev_minor = minor(now.st_rdev);
+		if (!pc->target)
+			pc->target = presto_name(&c->txn, 1, "");
+		log_attr(&pc->attr, &now, S_ISREG(now.st_mode) && now.st_size > 0);
+		presto_kh(&c->txn, 1, &pc->result, &kh);
+		presto_mac(&c->txn, 1, fh.data + fh.len - FH_MAC);
+		c->txn.has_op = true;
+	} else if (c->txn.active && truncated) {
+		/* its stripe is held (create_begin locked it), as SETATTR's */
+		plog_setattr *ps = &c->txn.op.plog_op_u.setattr;
+		memset(ps, 0, sizeof(*ps));
+		c->txn.op.type = PLOG_SETATTR;
+		ps->obj.export_id = d->xe->e->id;
+		presto_kh(&c->txn, 0, &ps->obj.kh, &kh);
+		presto_mac(&c->txn, 0, fh.data + fh.len - FH_MAC);
+		presto_stamp(&c->txn, n.fd, NULL, &n.st);
+		ps->attr.set_size = true;
+		ps->attr.size = sa->size.set_size3_u.size;
+		c->txn.has_op = true;
 	}
-	st = commit_change(c, d, d->fd, name);
+	nfsstat3 cst = commit_change(c, d, d->fd, name);
+	if (st == NFS3_OK)
+		st = cst;
 	if (st == NFS3_OK)
 		st = refused;
+	goto out;
+undo:
+	if (created) {
+		/* neither answered nor logged: it must not stay (a client
+		 * could find it and use it, unlogged); as the caller, who
+		 * made it */
+		if (unlinkat(d->fd, name, 0) < 0 && errno == EISDIR)
+			unlinkat(d->fd, name, AT_REMOVEDIR);
+	}
 out:
 	obj_put(&n);
 	return st;
@@ -1295,27 +1338,9 @@ again:
 			break;	/* a retransmission of our own create */
 		}
 	}
-	res->status = create_finish(c, &d, name, sa, true, &ok->obj, &ok->obj_attributes);
+	res->status = create_finish(c, &d, name, sa, true, created, &ok->obj, &ok->obj_attributes);
 	if (res->status == NFS3_OK)
 		res->status = refused;
-	if (!created && c->txn.has_op) {
-		/* an existing file: only a truncation (UNCHECKED with size 0)
-		 * changed it; log that as a SETATTR of the file */
-		plog_create pc = c->txn.op.plog_op_u.create;
-		if (sa && sa->size.set_it && res->status == NFS3_OK) {
-			plog_setattr *ps = &c->txn.op.plog_op_u.setattr;
-			plog_kh res_kh = pc.result;
-			memset(ps, 0, sizeof(*ps));
-			c->txn.op.type = PLOG_SETATTR;
-			ps->obj.export_id = d.xe->e->id;
-			ps->obj.kh = res_kh;
-			presto_mac(&c->txn, 0, c->txn.macs[1]);
-			ps->attr.set_size = true;
-			ps->attr.size = sa->size.set_size3_u.size;
-		} else {
-			c->txn.has_op = false;
-		}
-	}
 	if (res->status != NFS3_OK) {
 		xdr_free(XDRPROC(xdr_post_op_fh3), (char *)&ok->obj);
 		memset(ok, 0, sizeof(*ok));
@@ -1390,7 +1415,7 @@ static nfsstat3 node_create(struct call *c, const diropargs3 *where, const struc
 	}
 	sattr3 rest = sattr_rest(n->sa);
 	rest.size.set_it = FALSE;
-	st = create_finish(c, &d, name, &rest, true, pfh, pa);
+	st = create_finish(c, &d, name, &rest, true, true, pfh, pa);
 	if (st != NFS3_OK) {
 		xdr_free(XDRPROC(xdr_post_op_fh3), (char *)pfh);
 		memset(ok, 0, ok_size);

@@ -631,6 +631,60 @@ static void test_write_wcc_taken_under_the_stripe(void **state)
 	}
 }
 
+/* ---- CREATE UNCHECKED of a name another filesystem is mounted on ---- */
+
+static char mounted_file[600];
+
+static int mount_teardown(void **state)
+{
+	if (mounted_file[0] && umount2(mounted_file, MNT_DETACH) == 0)
+		mounted_file[0] = '\0';
+	return test_teardown(state);
+}
+
+static void test_create_cannot_truncate_a_mount(void **state)
+{
+	/* a file of the export's directory with another file bind-mounted on
+	 * its name (a mount: no handle of the export reaches it, LOOKUP says
+	 * ACCES): CREATE UNCHECKED with a size of 0 of that name truncated the
+	 * mounted file, then found it had no handle to give, and answered OK
+	 * with none, logging nothing. The handle comes first now: ACCES, and
+	 * nothing changed */
+	char outside[600];
+	CREATE3args c;
+	struct it_fh root;
+
+	(void)state;
+	start_logged(EXPORT_RW, NULL);
+	snprintf(outside, sizeof(outside), "%s/outside", srv.dir);
+	assert_int_equal(it_write_file(outside, "intact", 6, 0644), 0);
+	assert_int_equal(it_write_file(it_path(&srv, "victim"), "", 0, 0644), 0);
+	snprintf(mounted_file, sizeof(mounted_file), "%s", it_path(&srv, "victim"));
+	if (mount(outside, mounted_file, NULL, MS_BIND, NULL) < 0) {
+		mounted_file[0] = '\0';
+		fail_msg("bind mount: %s", strerror(errno));
+	}
+	struct rpc_context *rpc = connect_root(&root);
+	assert_int_equal(it_lookup(rpc, &root, "victim", &r), NFS3ERR_ACCES);
+	memset(&c, 0, sizeof(c));
+	c.where.dir = it_fh3(&root);
+	c.where.name = "victim";
+	c.how.mode = UNCHECKED;
+	c.how.createhow3_u.obj_attributes.size.set_it = TRUE;
+	c.how.createhow3_u.obj_attributes.size.set_size3_u.size = 0;
+	int st = it_nfs3(rpc, NFS3_CREATE, &c, &r);
+	size_t len;
+	char *p = it_read_file(outside, &len);
+	assert_non_null(p);
+	bool intact = len == 6 && memcmp(p, "intact", 6) == 0;
+	free(p);
+	if (!intact || st != NFS3ERR_ACCES)
+		fail_msg("CREATE UNCHECKED of a mounted name: status %d (%s a handle), the "
+			 "mounted file %s", st, r.has_fh ? "with" : "without",
+			 intact ? "intact" : "truncated");
+	it_rpc_close(rpc);
+}
+
 #define MARK_XATTR "trusted.presto.export"
 static uint8_t saved_mark[16];
 static char kept_data[5000];
@@ -3183,6 +3237,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_replay_restores_lost_writes, test_teardown),
 		cmocka_unit_test_teardown(test_creation_refused_an_attribute_is_logged, test_teardown),
 		cmocka_unit_test_teardown(test_write_wcc_taken_under_the_stripe, test_teardown),
+		cmocka_unit_test_teardown(test_create_cannot_truncate_a_mount, mount_teardown),
 		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
 		cmocka_unit_test_teardown(test_reload_keeps_marks, test_teardown),
 		cmocka_unit_test_teardown(test_second_server_is_refused, test_teardown),
