@@ -1102,9 +1102,13 @@ static nfsstat3 create_begin(struct call *c, const diropargs3 *where, struct obj
  * the export can name (another filesystem mounted on the name: LOOKUP says
  * ACCES) is answered ACCES and left as it was, and a creation that cannot
  * be described is taken back (undo), so that no change goes unlogged.
- * Afterwards, an attribute that cannot be set (a group the caller is not
- * in, a size past the limit) is the answer, but the object exists all the
- * same, and may be looked up and used: it is logged as it is, as SETATTR
+ * The owner and group a client asks for are set only when the caller is
+ * root (after squashing), and ignored otherwise, as knfsd's
+ * nfsd_create_setattr does (IRIX sends the directory's group with a
+ * creation to mimic setgid directories): a creation is not refused for
+ * them after it was made. Afterwards, an attribute that cannot be set (a
+ * size past the limit, a time the filesystem refuses) is the answer, but
+ * the object exists all the same, and may be looked up and used: it is logged as it is, as SETATTR
  * logs what it changed before failing. A file that existed changes only
  * by the truncation of CREATE UNCHECKED with a size, logged as a SETATTR of
  * its size whenever it was made, whatever the answer. */
@@ -1132,6 +1136,13 @@ static nfsstat3 create_finish(struct call *c, struct obj *d, const char *name, c
 	if (rc < 0) {
 		st = rc == -EXDEV ? NFS3ERR_ACCES : vfs_nfserr(rc);
 		goto undo;
+	}
+	sattr3 mine;
+	uid_t caller;
+	if (sa && (sa->uid.set_it || sa->gid.set_it) && !vfs_caller_uid(&c->cred, d->opts, &caller)) {
+		mine = *sa;
+		mine.uid.set_it = mine.gid.set_it = FALSE;
+		sa = &mine;
 	}
 	/* most creations leave nothing to set after mknodat/mkdirat: then the
 	 * stat above is the object's attributes already */

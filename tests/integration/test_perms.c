@@ -351,6 +351,70 @@ static void test_readdir_without_search_permission(void **state)
 	it_rpc_close(u);
 }
 
+static void test_creation_owner_only_from_root(void **state)
+{
+	/* the owner and group a CREATE, MKDIR, SYMLINK or MKNOD asks for are
+	 * set for root and ignored for anyone else, as knfsd does: the object
+	 * is made with the caller's, and the answer is OK (it was PERM, for
+	 * an object made all the same) */
+	struct rpc_context *rpc = as(1000, 1000, 0, NULL);
+	struct rpc_context *su = as(0, 0, 0, NULL);
+	CREATE3args c;
+	MKDIR3args m;
+	SYMLINK3args sl;
+	MKNOD3args mk;
+	struct stat st;
+
+	(void)state;
+	it_presto_only();
+	assert_int_equal(chmod(srv.export, 0777), 0);
+	for (int who = 0; who < 2; who++) {
+		struct rpc_context *x = who ? su : rpc;
+		char fname[16], dname[16], lname[16], pname[16];
+		uint32_t want = who ? 4242 : 1000;
+
+		snprintf(fname, sizeof(fname), "own-f%d", who);
+		snprintf(dname, sizeof(dname), "own-d%d", who);
+		snprintf(lname, sizeof(lname), "own-l%d", who);
+		snprintf(pname, sizeof(pname), "own-p%d", who);
+		memset(&c, 0, sizeof(c));
+		c.where.dir = it_fh3(&root);
+		c.where.name = fname;
+		c.how.mode = GUARDED;
+		c.how.createhow3_u.obj_attributes.uid.set_it = TRUE;
+		c.how.createhow3_u.obj_attributes.uid.set_uid3_u.uid = 4242;
+		c.how.createhow3_u.obj_attributes.gid.set_it = TRUE;
+		c.how.createhow3_u.obj_attributes.gid.set_gid3_u.gid = 4242;
+		assert_int_equal(it_nfs3(x, NFS3_CREATE, &c, &r), NFS3_OK);
+		memset(&m, 0, sizeof(m));
+		m.where.dir = it_fh3(&root);
+		m.where.name = dname;
+		m.attributes = c.how.createhow3_u.obj_attributes;
+		assert_int_equal(it_nfs3(x, NFS3_MKDIR, &m, &r), NFS3_OK);
+		memset(&sl, 0, sizeof(sl));
+		sl.where.dir = it_fh3(&root);
+		sl.where.name = lname;
+		sl.symlink.symlink_attributes = c.how.createhow3_u.obj_attributes;
+		sl.symlink.symlink_data = "target";
+		assert_int_equal(it_nfs3(x, NFS3_SYMLINK, &sl, &r), NFS3_OK);
+		memset(&mk, 0, sizeof(mk));
+		mk.where.dir = it_fh3(&root);
+		mk.where.name = pname;
+		mk.what.type = NF3FIFO;
+		mk.what.mknoddata3_u.pipe_attributes = c.how.createhow3_u.obj_attributes;
+		assert_int_equal(it_nfs3(x, NFS3_MKNOD, &mk, &r), NFS3_OK);
+		const char *names[] = { fname, dname, lname, pname };
+		for (int i = 0; i < 4; i++) {
+			assert_int_equal(lstat(it_path(&srv, names[i]), &st), 0);
+			if (st.st_uid != want || st.st_gid != want)
+				fail_msg("%s made by uid %d: owner %u:%u, not %u:%u", names[i],
+					 who ? 0 : 1000, st.st_uid, st.st_gid, want, want);
+		}
+	}
+	it_rpc_close(rpc);
+	it_rpc_close(su);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_identity_does_not_leak),
 		cmocka_unit_test(test_access_without_owner_override),
 		cmocka_unit_test(test_readdir_without_search_permission),
+		cmocka_unit_test(test_creation_owner_only_from_root),
 	};
 
 	it_init(55);
