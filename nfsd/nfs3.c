@@ -925,6 +925,8 @@ static void nfs3_write(struct call *c, void *a, void *r)
 	int fd = -1;
 	unsigned stripe;
 	bool have_before = false, have_after = false, held = false, owned = false;
+	/* read before obj_get's stat (see below) */
+	uint64_t gen = c->on_loop ? presto_release_gen() : 0;
 
 	res->status = obj_get(c, &args->file, &o);
 	if (res->status != NFS3_OK)
@@ -965,8 +967,16 @@ static void nfs3_write(struct call *c, void *a, void *r)
 	 * attributes carry another client's change too, and the client would
 	 * take that change for its own and keep its stale cache (the Linux
 	 * client's wcc check). The error answers before this point carry no
-	 * pre-op attributes, for the same reason. */
-	have_before = fstat(o.fd, &before) == 0;
+	 * pre-op attributes, for the same reason. On the loop obj_get's stat
+	 * serves when no worker released a stripe since just before it: the
+	 * loop runs one call at a time, so nothing else of this server can
+	 * have changed the file in between (a stat less per WRITE). */
+	if (c->on_loop && presto_release_gen() == gen) {
+		before = o.st;
+		have_before = true;
+	} else {
+		have_before = fstat(o.fd, &before) == 0;
+	}
 	if ((res->status = become(c, &o)) != NFS3_OK)
 		goto fail;
 	fd = open_data(c, &o, O_WRONLY, &owned);

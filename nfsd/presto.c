@@ -134,6 +134,9 @@ static struct {
 	uint64_t claimed;		/* atomic: log bytes claimed by calls between
 					 * begin and append (space_reserve) */
 	pthread_mutex_t stripes[NSTRIPES];
+	/* stripes released by threads other than the loop, counted before
+	 * the unlock (presto_release_gen) */
+	uint64_t released;		/* atomic */
 
 	/* run-time switches: export id -> off */
 	pthread_mutex_t sw_lock;
@@ -1541,8 +1544,23 @@ int presto_dir_hold(dev_t dev, ino_t ino, bool nowait, unsigned *stripe)
 	return 0;
 }
 
+/* count_release -- before a stripe is unlocked: off the loop, count it (the
+ * count is read by the loop under a stripe, so it must be there before the
+ * unlock) */
+static void count_release(void)
+{
+	if (!rpc_on_loop())
+		__atomic_add_fetch(&P.released, 1, __ATOMIC_RELEASE);
+}
+
+uint64_t presto_release_gen(void)
+{
+	return __atomic_load_n(&P.released, __ATOMIC_ACQUIRE);
+}
+
 void presto_dir_release(unsigned stripe)
 {
+	count_release();
 	pthread_mutex_unlock(&P.stripes[stripe]);
 }
 
@@ -1555,6 +1573,8 @@ static void space_release(struct presto_txn *t)
 
 static void unlock_stripes(struct presto_txn *t)
 {
+	if (t->nstripes)
+		count_release();
 	for (unsigned i = t->nstripes; i-- > 0;)
 		pthread_mutex_unlock(&P.stripes[t->stripes[i]]);
 	t->active = false;

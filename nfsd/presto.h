@@ -145,6 +145,12 @@ int presto_begin_nowait(struct presto_txn *t, const dev_t *devs, const ino_t *in
  * waiting. Fills *stripe for presto_dir_release. */
 int presto_dir_hold(dev_t dev, ino_t ino, bool nowait, unsigned *stripe);
 void presto_dir_release(unsigned stripe);
+/* presto_release_gen -- how many times threads other than the loop have
+ * released stripes. Read on the loop before a call's first stat of an
+ * object and again once the call holds the object's stripe: the same count
+ * says that no worker changed anything in between, so that stat is as good
+ * as one taken under the stripe. */
+uint64_t presto_release_gen(void);
 /* presto_mac -- the handle MAC (fh.h) of the kernel handle in t's slot: the
  * record carries those of its plog_obj (slots 0 and 1). */
 void presto_mac(struct presto_txn *t, unsigned slot, const uint8_t *mac);
