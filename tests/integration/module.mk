@@ -7,7 +7,7 @@
 # Each test_X is also built as test_X_nvram (IT_NVRAM_DEFAULT=1) for the
 # programs in IT_NVRAM_PROGS: the same tests with presto on (--nvram).
 
-IT_PROGS := test_procs test_exports test_security test_drc test_restart test_perms test_concurrency test_presto
+IT_PROGS := test_procs test_exports test_security test_drc test_restart test_perms test_concurrency test_presto test_logfail
 IT_NVRAM_PROGS := test_procs test_drc test_restart test_perms test_concurrency
 IT_CPPFLAGS := $(shell pkg-config --cflags libnfs cmocka)
 IT_LIBS := $(shell pkg-config --libs libnfs cmocka)
