@@ -1055,20 +1055,34 @@ int nvlog_append(struct nvlog *log, uint16_t type, const struct iovec *iov, int 
 
 /* ---- trim / reset ---- */
 
-int nvlog_trim(struct nvlog *log, uint64_t upto)
+/*
+ * nvlog_trim_to -- nvlog_trim and nvlog_trim_synced: past_durable lets the
+ * tail pass records that were copied whole but never made durable (their
+ * persist failed), which the caller vouches for by other means.
+ */
+static int nvlog_trim_to(struct nvlog *log, uint64_t upto, bool past_durable)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&log->sb_lock);
 	pthread_mutex_lock(&log->lock);
 	uint64_t d = log->durable_lsn, pos = log->tail_pos, n = log->tail_lsn, start = pos;
+	if (past_durable) {
+		/* the records copied whole, contiguously: the frontier a
+		 * commit would persist up to */
+		uint64_t f = log->copied_lsn, fpos = log->copied_pos;
+		nvlog_copied_through(log, &f, &fpos);
+		if (f > d)
+			d = f;
+	}
 	uint32_t ep = log->sb.tail_epoch;
 	pthread_mutex_unlock(&log->lock);
 	if (upto > d)
 		upto = d;
 	if (upto < n)
 		goto out;
-	/* records up to the durable LSN are immutable: walk them without the lock */
+	/* records up to the durable LSN (past_durable: the copied one) are
+	 * immutable: walk them without the lock */
 	while (n <= upto) {
 		uint64_t off = pos % log->L, rem = log->L - off;
 		if (rem < NVLOG_HDR_SIZE) {
@@ -1123,6 +1137,16 @@ int nvlog_trim(struct nvlog *log, uint64_t upto)
 out:
 	pthread_mutex_unlock(&log->sb_lock);
 	return rc;
+}
+
+int nvlog_trim(struct nvlog *log, uint64_t upto)
+{
+	return nvlog_trim_to(log, upto, false);
+}
+
+int nvlog_trim_synced(struct nvlog *log, uint64_t upto)
+{
+	return nvlog_trim_to(log, upto, true);
 }
 
 int nvlog_reset(struct nvlog *log)

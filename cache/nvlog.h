@@ -212,6 +212,15 @@ uint64_t nvlog_durable_lsn(struct nvlog *log);
  * then stays where it was).
  */
 int nvlog_trim(struct nvlog *log, uint64_t upto_lsn);
+/*
+ * nvlog_trim_synced -- the same, for records the caller made durable by
+ * other means whether or not their own persist succeeded (the filesystem
+ * they describe was synced after they were applied): the tail may pass
+ * records that are not durable (a failed persist, -EIO), up to the last one
+ * copied whole. Such a record must not be found live by a later recovery,
+ * where its bytes may have reached the medium after all.
+ */
+int nvlog_trim_synced(struct nvlog *log, uint64_t upto_lsn);
 
 /*
  * nvlog_scan -- validate the live records from the tail and hand them to cb in

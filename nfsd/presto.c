@@ -1848,18 +1848,27 @@ static int destage_once(uint64_t head)
 		return rc;
 	}
 	/* records appended but not yet persisted are covered by the syncfs
-	 * too; persist them (group commit) so that the trim may pass them */
+	 * too (each was applied before it was appended); persist them (group
+	 * commit) so that the trim may pass them. If that persist fails (the
+	 * log refuses appends from then on), the trim passes them all the
+	 * same: stopped at the durable LSN, it left them behind the tail,
+	 * where a recovery would find those whose bytes reached the medium
+	 * after all and replay them over the changes answered since without
+	 * a record (presto_sync_unlogged), and a flush waiting for the head
+	 * never ended. */
 	uint64_t upto = head;
-	if (nvlog_durable_lsn(P.log) < upto && nvlog_wait(P.log, upto) < 0)
-		upto = nvlog_durable_lsn(P.log);
+	bool durable = nvlog_durable_lsn(P.log) >= upto || nvlog_wait(P.log, upto) == 0;
 	if (upto >= before.tail_lsn) {
-		rc = nvlog_trim(P.log, upto);
+		rc = durable ? nvlog_trim(P.log, upto) : nvlog_trim_synced(P.log, upto);
 		if (rc < 0) {
 			CNT_ADD(destage_errors, 1);
 			return rc;
 		}
 	}
 	nvlog_stats(P.log, &after);
+	/* nvlog_trim_synced stops before a record still being copied */
+	if (after.tail_lsn <= upto)
+		upto = after.tail_lsn - 1;
 	uint64_t ns = rpc_now_ns() - t0;
 	CNT_ADD(destage_runs, 1);
 	CNT_ADD(destage_ns_total, ns);
