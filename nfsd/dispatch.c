@@ -400,6 +400,21 @@ void dispatch(struct rpc_req *req)
 	}
 	xdr_destroy(&x);
 
+	/* a call queued for a worker whose connection was closed meanwhile
+	 * (rpc_close_conn: a call before it found the log and the filesystem
+	 * unable to persist) is not run: its reply could not go out, and an
+	 * unanswered change would meet the client's retransmission on a new
+	 * connection. (The loop cuts no call from a closed connection.) */
+	if (!rpc_on_loop() && rpc_conn_closed(req)) {
+		xdr_free(p->xdr_args, args);
+		free(args);
+		free(res);
+		if (req->drc_held)
+			drc_abort(&key);
+		rpc_drop(req);
+		return;
+	}
+
 	if (p->drc && !req->drc_held) {
 		uint8_t *cached;
 		size_t clen;

@@ -596,6 +596,16 @@ void rpc_drop(struct rpc_req *req)
 	req_finish(req);
 }
 
+bool rpc_conn_closed(const struct rpc_req *req)
+{
+	struct rpc_conn *c = req->conn;
+
+	pthread_mutex_lock(&c->lock);
+	bool closed = c->closed || c->close_after;
+	pthread_mutex_unlock(&c->lock);
+	return closed;
+}
+
 void rpc_close_conn(struct rpc_req *req)
 {
 	struct rpc_conn *c = req->conn;
@@ -790,9 +800,14 @@ static void do_accept(struct ep_item *l)
 }
 
 /* conn_record -- a whole record arrived: run it or hand it to a worker.
- * Returns true when it brought c to RPC_MAX_INFLIGHT calls in flight (the
- * caller reads no further record). */
-static bool conn_record(struct rpc_conn *c)
+ * Returns 1 when it brought c to RPC_MAX_INFLIGHT calls in flight (the
+ * caller reads no further record), -1 when c is closed or closing
+ * (rpc_close_conn): the call is not run, nor any after it, since no reply
+ * could go out (a call run inline may have closed c after a failed persist;
+ * a worker may have, beside the loop), and a change applied without its
+ * reply would meet the retransmission on a new connection (another port,
+ * another DRC key: a REMOVE answered NFS3ERR_NOENT). 0 otherwise. */
+static int conn_record(struct rpc_conn *c)
 {
 	struct rpc_req *req = calloc(1, sizeof(*req));
 	bool full;
@@ -800,8 +815,23 @@ static bool conn_record(struct rpc_conn *c)
 	if (!req) {
 		/* Out of memory: drop the call; the client retransmits. */
 		c->rec_len = 0;
-		return false;
+		return 0;
 	}
+	pthread_mutex_lock(&c->lock);
+	if (c->closed || c->close_after) {
+		pthread_mutex_unlock(&c->lock);
+		free(req);
+		c->rec_len = 0;
+		return -1;
+	}
+	if (c->inflight++ == 0)
+		__atomic_add_fetch(&R.busy_conns, 1, __ATOMIC_RELAXED);
+	full = c->inflight >= RPC_MAX_INFLIGHT;
+	if (full) {
+		c->throttled = true;
+		conn_update_events(c);
+	}
+	pthread_mutex_unlock(&c->lock);
 	req->conn = c;
 	req->buf = c->rec;
 	req->len = c->rec_len;
@@ -812,15 +842,6 @@ static bool conn_record(struct rpc_conn *c)
 	c->rec_len = c->rec_cap = 0;
 	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
 	__atomic_add_fetch(&R.pending, 1, __ATOMIC_ACQ_REL);
-	pthread_mutex_lock(&c->lock);
-	if (c->inflight++ == 0)
-		__atomic_add_fetch(&R.busy_conns, 1, __ATOMIC_RELAXED);
-	full = c->inflight >= RPC_MAX_INFLIGHT;
-	if (full) {
-		c->throttled = true;
-		conn_update_events(c);
-	}
-	pthread_mutex_unlock(&c->lock);
 	/* The loop holds its reference on c across this call, so a reply that
 	 * closes the connection cannot free it under conn_input. */
 	if (R.inline_ok && R.inline_ok(req))
@@ -906,7 +927,10 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 			if (c->last_frag) {
 				if (c->rec_len == 0)
 					return -1;	/* an empty call is garbage */
-				bool full = conn_record(c);
+				int st = conn_record(c);
+				if (st < 0)
+					return 0;	/* closed: the rest is not run */
+				bool full = st > 0;
 				if (n > 0 && (full || __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >=
 							      RPC_MAX_QUEUED)) {
 					int rc = conn_hold(c, p, n);

@@ -108,6 +108,11 @@ void rpc_drop(struct rpc_req *req);
 /* rpc_close_conn -- close req's connection after this request (bad stream). */
 void rpc_close_conn(struct rpc_req *req);
 
+/* rpc_conn_closed -- whether req's connection was closed, or is to be
+ * once its output drains (rpc_close_conn): a call of it not yet run is not
+ * run, since its reply could not go out (the client sends it again on a
+ * new connection). */
+bool rpc_conn_closed(const struct rpc_req *req);
 /* rpc_on_loop -- whether the calling thread is the event loop's (a call
  * running inline). */
 bool rpc_on_loop(void);
