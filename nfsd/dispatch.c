@@ -501,8 +501,12 @@ void dispatch(struct rpc_req *req)
 	free(res);
 	xtab_put(c.xt);
 	/* no reply before the record is durable (invariant 1); if the log
-	 * cannot persist it, the filesystem must */
-	if (c.txn.logged && presto_wait(&c.txn) < 0 && presto_sync_all() < 0) {
+	 * cannot persist it, the filesystem must, and the records before it
+	 * must go: an older record of the same object, durable and live, would
+	 * otherwise be replayed over this change after a power cut, its own
+	 * record lost with the failed persist (presto_sync_unlogged: sync,
+	 * then trim every record appended so far, persisted or not) */
+	if (c.txn.logged && presto_wait(&c.txn) < 0 && presto_sync_unlogged() < 0) {
 		free(rec);
 		if (p->drc)
 			drc_abort(&key);
