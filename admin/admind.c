@@ -114,6 +114,8 @@ static const struct ctr *ctr_find(const struct sample *s, size_t hint, const cha
 	return NULL;
 }
 
+/* is_mount_proc -- a MOUNT procedure: its calls are not NFS operations and
+ * stay out of "ops", "errors" and "lat_us" (ops.MNT... still has them) */
 static bool is_mount_proc(const char *name)
 {
 	return strncmp(name, "MNT", 3) == 0 || strncmp(name, "UMNT", 4) == 0;
@@ -270,7 +272,10 @@ static void sample_write(struct writer *w, json_t *stats, json_t *status, const 
 			snprintf(k, sizeof(k), "p99_us.%s", proc);
 			put(w, k, ADMIND_GAUGE, interval_quantile(prev, cur, i, proc, bounds, d, 0.99));
 		} else if (strncmp(c->name, "errors.", 7) == 0) {
-			errs += d;
+			/* over the calls "ops" counts: NFS's, not MOUNT's (a
+			 * refused MNT would otherwise be an error of no op) */
+			if (!is_mount_proc(c->name + 7))
+				errs += d;
 		} else if (strncmp(c->name, "lat_sum.", 8) == 0 || strncmp(c->name, "le.", 3) == 0) {
 			continue;
 		} else {

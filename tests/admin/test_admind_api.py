@@ -181,6 +181,31 @@ def nulls(port, n):
             got += len(b)
 
 
+def failed_mnts(port, n):
+    """n MOUNT v3 MNT calls of a path that is not exported (AUTH_UNIX, one
+    connection, one call at a time); the mountstat3 of each reply"""
+    path = b"/no/such/export"
+    xdr_path = len(path).to_bytes(4, "big") + path + b"\0" * (-len(path) % 4)
+    name = b"admind-test"
+    cred = b"".join(x.to_bytes(4, "big") for x in (0, len(name))) + name + b"\0" * (-len(name) % 4) \
+        + b"".join(x.to_bytes(4, "big") for x in (0, 0, 0))     # uid, gid, no gids
+    out = []
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=10) as so:
+        f = so.makefile("rb")
+        for i in range(n):
+            body = b"".join(x.to_bytes(4, "big") for x in (0x6000 + i, 0, 2, 100005, 3, 1, 1, len(cred))) \
+                + cred + (0).to_bytes(4, "big") * 2 + xdr_path
+            so.sendall((0x80000000 | len(body)).to_bytes(4, "big") + body)
+            mark = int.from_bytes(f.read(4), "big")
+            rep = f.read(mark & 0x7fffffff)
+            # xid, REPLY, MSG_ACCEPTED, verifier (flavor, length 0), SUCCESS, mountstat3
+            words = [int.from_bytes(rep[j:j + 4], "big") for j in range(0, 28, 4)]
+            if words[1:3] != [1, 0] or words[5] != 0:
+                raise OSError("MNT call %d not accepted: %r" % (i, words))
+            out.append(words[6])
+    return out
+
+
 def wait_for(fn, seconds):
     end = time.time() + seconds
     while time.time() < end:
@@ -460,6 +485,24 @@ def run(tmp, nvram, procs):
     got = sum(v for v in (doc or {}).get("series", {}).get("ops.NULL", []) if v)
     check(s == 200 and 4500 <= got <= 7500,
           "the NULLs after a reset are counted whole, not less the 3000 before it (%.0f of 6000)" % got, doc)
+
+    # ---- the error rate counts the calls the ops rate counts ----
+    # "ops" is the NFS calls (MOUNT's are only in ops.MNT...): failed MNT
+    # calls, and nothing else, in a quiet while must not make "errors"
+    # exceed "ops" (an error rate above 100%).
+    time.sleep(1.5)
+    t0 = int(time.time())
+    st = failed_mnts(mnt_port, 50)
+    time.sleep(2.5)
+    s, doc, _, _ = cl.req("GET", "/api/series?metric=ops,errors,ops.MNT&from=%d&to=%d&step=1"
+                          % (t0, int(time.time())))
+    ser = (doc or {}).get("series", {})
+    mnt = sum(v for v in ser.get("ops.MNT", []) if v)
+    bad = [(o, e) for o, e in zip(ser.get("ops", []), ser.get("errors", []))
+           if e is not None and e > (o or 0) + 1e-9]
+    check(s == 200 and all(x != 0 for x in st) and 40 <= mnt <= 60 and not bad,
+          "failed MNT calls (%.0f) do not raise errors above ops" % mnt,
+          (st[:3], bad, ser.get("errors")))
 
     # ---- oversized and malformed requests ----
     s, doc, _, _ = cl.req("POST", epath, headers=auth, raw_body=b"x" * 100000)
