@@ -5,8 +5,8 @@
  *                 [--listen ADDR:PORT] [--web DIR] [--token-file PATH]
  *                 [--raw-retention T] [--rollup-retention T]
  *
- * The main thread is the sampler: once a second (on the wall-clock second)
- * it asks presto-nfsd for "stats" and "status" over one control connection,
+ * The main thread is the sampler: once a second (just after the wall-clock
+ * second, waiting on the monotonic clock: see sampler_next) it asks presto-nfsd for "stats" and "status" over one control connection,
  * turns the counters into per-second rates, writes them to SQLite in one
  * transaction and publishes the answers as the latest snapshot for the HTTP
  * threads (admind_http.c, libmicrohttpd). Once a minute it folds the last
@@ -444,6 +444,28 @@ static void sampler_tick(struct sampler *s)
 	}
 }
 
+/* sampler_next -- when to sample next, on CLOCK_MONOTONIC: just after the
+ * next wall-clock second, so that each sample has a second (time()) of its
+ * own. Only the delay is taken from the wall clock; the sleep itself is on
+ * the monotonic clock, so a step of the wall clock during it changes
+ * nothing: sleeping until a CLOCK_REALTIME instant, a step back of an hour
+ * would stall the sampler (no samples, a stale snapshot) for that hour. */
+static void sampler_next(struct timespec *next)
+{
+	struct timespec wall;
+	long delay_ns;
+
+	clock_gettime(CLOCK_REALTIME, &wall);
+	clock_gettime(CLOCK_MONOTONIC, next);
+	/* to the next second, plus 20 ms: at most 1.02 s */
+	delay_ns = 1000000000L - wall.tv_nsec + 20 * 1000 * 1000;
+	next->tv_nsec += delay_ns;
+	while (next->tv_nsec >= 1000000000L) {
+		next->tv_sec++;
+		next->tv_nsec -= 1000000000L;
+	}
+}
+
 /* ---- the admin token ---- */
 
 /* token_load -- read the token at path, creating it (0600, random) the first
@@ -651,14 +673,11 @@ int main(int argc, char **argv)
 	}
 
 	while (!stopping) {
-		struct timespec now, next;
+		struct timespec next;
 
 		sampler_tick(&s);
-		/* the next wall-clock second (plus a little): one sample a second */
-		clock_gettime(CLOCK_REALTIME, &now);
-		next.tv_sec = now.tv_sec + 1;
-		next.tv_nsec = 20 * 1000 * 1000;
-		while (!stopping && clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &next, NULL) == EINTR)
+		sampler_next(&next);
+		while (!stopping && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
 			;
 	}
 	fprintf(stderr, "presto-admind: stopping\n");
