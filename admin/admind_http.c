@@ -24,6 +24,20 @@
  * connection only. Each request opens its own read-only SQLite connection
  * and its own control connection: nothing is shared but the snapshot copy.
  *
+ * Slow clients. The connection limits (HTTP_MAX_CONNS, half of it per
+ * address) make connections worth holding, and MHD's timeout is an idle
+ * one: a client that sends a header line every few seconds, never ending
+ * its headers, would keep its connection for ever, before its token could
+ * be looked at (slowloris). So a request's headers must be in within
+ * HTTP_HEADER_TIMEOUT of the connection, or of the answer to the one
+ * before (a kept-alive connection waiting for its next request): a
+ * watchdog thread shuts the socket down after that (MHD 0.9 has no such
+ * option). Once the headers are in, the request is refused there if it may
+ * not go on (its token, its Host, its origin, a body announced too large),
+ * without reading its body; a refusal for the token also closes the
+ * connection. What is left is a client that reconnects as fast as it is
+ * cut: that only a firewall or a proxy in front can stop.
+ *
  * Bounds: a request body is at most HTTP_MAX_BODY bytes (413), headers are
  * bounded by MHD's connection memory limit, a series by ADMIND_DB_MAX_BUCKETS
  * points. Every error is a JSON object {"error": "...", "status": N}.
@@ -36,6 +50,7 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,6 +64,17 @@
 #define HTTP_MAX_BODY   4096
 #define HTTP_MAX_CONNS  64
 #define HTTP_MAX_SERIES 32
+#define HTTP_IDLE_TIMEOUT   30	/* s without a byte either way */
+#define HTTP_HEADER_TIMEOUT 10	/* s for a request's headers, however they trickle */
+#define HTTP_WATCH_MS       250	/* how often the watchdog looks */
+
+/* one open connection, for the header deadline */
+struct http_conn {
+	struct http_conn *prev, *next;
+	int fd;			/* our duplicate of its socket: shut down, never
+				 * a descriptor MHD may have closed and reused */
+	double deadline;	/* CLOCK_MONOTONIC s; 0 while a request is in hand */
+};
 
 struct admind_http {
 	struct MHD_Daemon *d;
@@ -57,6 +83,12 @@ struct admind_http {
 	size_t token_len;
 	int lfd, port;
 	bool loopback;
+	/* the connections and the watchdog that cuts the slow ones */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct http_conn *conns;
+	pthread_t watchdog;
+	bool stopping;
 };
 
 struct http_req {
@@ -166,6 +198,9 @@ static enum MHD_Result reply_auth(struct admind_http *h, struct MHD_Connection *
 	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
 				h->loopback ? "Bearer realm=\"presto-admind\""
 					    : "Basic realm=\"presto-admind\", charset=\"UTF-8\"");
+	/* no kept connection for a client without the token (off loopback,
+	 * any client): it would hold one of the limited connections */
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(c, MHD_HTTP_UNAUTHORIZED, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -637,22 +672,12 @@ static enum MHD_Result route(struct admind_http *h, struct MHD_Connection *c, co
 			     const char *method, struct http_req *rq)
 {
 	bool post = strcmp(method, "POST") == 0;
-	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
 	static const char pfx[] = "/api/exports/", sfx[] = "/presto";
 	size_t ulen = strlen(url);
 
-	if (h->loopback && host && !host_is_loopback(host))
-		return reply_error(c, 421, "this server answers only to a loopback host name");
-	if (!h->loopback && !authorized(h, c))
-		return reply_auth(h, c, "the admin token is required");
-	if (post) {
-		if (!same_origin(c))
-			return reply_error(c, 403, "cross-origin request refused");
-		if (!authorized(h, c))
-			return reply_auth(h, c, "the admin token is required for changes");
-		if (rq->too_big)
-			return reply_error(c, 413, "request body larger than %d bytes", HTTP_MAX_BODY);
-	}
+	/* access was checked on the headers (refusal) */
+	if (rq->too_big)
+		return reply_error(c, 413, "request body larger than %d bytes", HTTP_MAX_BODY);
 
 	if (strcmp(url, "/api/flush") == 0)
 		return post ? ctl_reply(h, c, "flush", NULL, ADMIND_CTL_SLOW_MS)
@@ -686,6 +711,56 @@ static enum MHD_Result route(struct admind_http *h, struct MHD_Connection *c, co
 	return serve_file(h, c, url);
 }
 
+/* refusal -- queue the refusal of a request that may not go on, on its
+ * headers alone, before any of its body is read: a Host that is not a
+ * loopback name (bound to loopback), no token (bound elsewhere, or a POST),
+ * another site's POST, a body announced too large. Returns true when one
+ * was queued, with MHD's result in *ret. */
+static bool refusal(struct admind_http *h, struct MHD_Connection *c, const char *method,
+		    enum MHD_Result *ret)
+{
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+	bool post = strcmp(method, "POST") == 0;
+
+	if (h->loopback && host && !host_is_loopback(host))
+		*ret = reply_error(c, 421, "this server answers only to a loopback host name");
+	else if (!h->loopback && !authorized(h, c))
+		*ret = reply_auth(h, c, "the admin token is required");
+	else if (post && !same_origin(c))
+		*ret = reply_error(c, 403, "cross-origin request refused");
+	else if (post && !authorized(h, c))
+		*ret = reply_auth(h, c, "the admin token is required for changes");
+	else if (cl && strtoull(cl, NULL, 10) > HTTP_MAX_BODY)
+		*ret = reply_error(c, 413, "request body larger than %d bytes", HTTP_MAX_BODY);
+	else
+		return false;
+	return true;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* conn_deadline -- the connection of c must have the headers of its next
+ * request within HTTP_HEADER_TIMEOUT (on), or has them (off) */
+static void conn_deadline(struct admind_http *h, struct MHD_Connection *c, bool on)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct http_conn *hc = ci ? ci->socket_context : NULL;
+
+	if (!hc)
+		return;
+	pthread_mutex_lock(&h->lock);
+	hc->deadline = on ? mono_s() + HTTP_HEADER_TIMEOUT : 0;
+	pthread_mutex_unlock(&h->lock);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *data,
 				  size_t *size, void **con_cls)
@@ -695,15 +770,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	(void)version;
 	if (!rq) {
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+		enum MHD_Result ret;
 
+		/* the headers are in */
+		conn_deadline(h, c, false);
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
 		*con_cls = rq;
-		/* refuse a body announced too large before reading any of it */
-		if (cl && strtoull(cl, NULL, 10) > HTTP_MAX_BODY)
-			return reply_error(c, 413, "request body larger than %d bytes", HTTP_MAX_BODY);
+		if (refusal(h, c, method, &ret))
+			return ret;
 		return MHD_YES;
 	}
 	if (*size) {
@@ -723,11 +799,84 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
-	(void)c;
 	(void)toe;
+	/* answered: the next request's headers are due (a kept-alive
+	 * connection waits for them no longer than for the first) */
+	conn_deadline(cls, c, true);
 	free(*con_cls);
 	*con_cls = NULL;
+}
+
+/* on_connection -- track each connection from its accept, with the
+ * deadline for its first request's headers */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct admind_http *h = cls;
+	struct http_conn *hc = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		hc = calloc(1, sizeof(*hc));
+		if (!hc)
+			return;	/* not watched: MHD's idle timeout still applies */
+		hc->fd = ci ? fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0) : -1;
+		if (hc->fd < 0) {
+			free(hc);
+			return;
+		}
+		pthread_mutex_lock(&h->lock);
+		hc->deadline = mono_s() + HTTP_HEADER_TIMEOUT;
+		hc->next = h->conns;
+		if (h->conns)
+			h->conns->prev = hc;
+		h->conns = hc;
+		pthread_mutex_unlock(&h->lock);
+		*socket_context = hc;
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED && hc) {
+		pthread_mutex_lock(&h->lock);
+		if (hc->prev)
+			hc->prev->next = hc->next;
+		else
+			h->conns = hc->next;
+		if (hc->next)
+			hc->next->prev = hc->prev;
+		pthread_mutex_unlock(&h->lock);
+		close(hc->fd);
+		free(hc);
+		*socket_context = NULL;
+	}
+}
+
+/* http_watchdog -- shut down each connection past its header deadline: its
+ * thread in MHD sees the end of the stream and closes it. Shutting down
+ * (not closing) our own duplicate cannot touch another socket. */
+static void *http_watchdog(void *arg)
+{
+	struct admind_http *h = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&h->lock);
+	while (!h->stopping) {
+		double now = mono_s();
+
+		for (struct http_conn *hc = h->conns; hc; hc = hc->next)
+			if (hc->deadline > 0 && now >= hc->deadline) {
+				shutdown(hc->fd, SHUT_RDWR);
+				hc->deadline = 0;	/* once */
+			}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += HTTP_WATCH_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&h->wake, &h->lock, &ts);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -796,10 +945,20 @@ bad:
 	return -EINVAL;
 }
 
+static void http_watchdog_stop(struct admind_http *h)
+{
+	pthread_mutex_lock(&h->lock);
+	h->stopping = true;
+	pthread_cond_signal(&h->wake);
+	pthread_mutex_unlock(&h->lock);
+	pthread_join(h->watchdog, NULL);
+}
+
 int admind_http_start(const struct admind_conf *conf, const char *token, struct admind_http **out,
 		      int *port, char *err, size_t errlen)
 {
 	struct admind_http *h;
+	pthread_condattr_t ca;
 	int rc;
 
 	*out = NULL;
@@ -821,6 +980,16 @@ int admind_http_start(const struct admind_conf *conf, const char *token, struct 
 		return rc;
 	}
 	h->lfd = rc;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = -pthread_create(&h->watchdog, NULL, http_watchdog, h);
+	if (rc < 0) {
+		snprintf(err, errlen, "starting the HTTP watchdog: %s", strerror(-rc));
+		goto fail;
+	}
 	h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD |
 				MHD_USE_ERROR_LOG,
 				0, NULL, NULL, on_request, h,
@@ -828,19 +997,26 @@ int admind_http_start(const struct admind_conf *conf, const char *token, struct 
 				MHD_OPTION_LISTEN_SOCKET, h->lfd,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNS,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)(HTTP_MAX_CONNS / 2),
-				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
 				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				MHD_OPTION_END);
 	if (!h->d) {
 		snprintf(err, errlen, "libmicrohttpd did not start on %s", conf->listen);
-		close(h->lfd);
-		free(h);
-		return -EIO;
+		rc = -EIO;
+		http_watchdog_stop(h);
+		goto fail;
 	}
 	*port = h->port;
 	*out = h;
 	return 0;
+fail:
+	pthread_cond_destroy(&h->wake);
+	pthread_mutex_destroy(&h->lock);
+	close(h->lfd);
+	free(h);
+	return rc;
 }
 
 void admind_http_stop(struct admind_http *h)
@@ -848,5 +1024,8 @@ void admind_http_stop(struct admind_http *h)
 	if (!h)
 		return;
 	MHD_stop_daemon(h->d);	/* closes the listening socket too */
+	http_watchdog_stop(h);	/* every connection is closed (and unlisted) */
+	pthread_cond_destroy(&h->wake);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

@@ -17,6 +17,7 @@ import http.client
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -204,6 +205,51 @@ def failed_mnts(port, n):
                 raise OSError("MNT call %d not accepted: %r" % (i, words))
             out.append(words[6])
     return out
+
+
+HEADER_TIMEOUT = 10     # seconds for a request's headers (admind_http.c)
+
+
+def slowloris(port):
+    """32 connections (the per-IP limit) trickle header lines, one every 2 s
+    (well within the 30 s idle timeout), and never end them: they fill the
+    limit for a while, then each is closed by the server within
+    HEADER_TIMEOUT s, and the console answers again"""
+    socks = []
+    for i in range(32):
+        sk = socket.create_connection(("127.0.0.1", port), timeout=10)
+        sk.sendall(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        socks.append(sk)
+    t0 = time.time()
+    closed = {}
+    time.sleep(0.5)
+    held = Client(port).req("GET", "/api/status")[0]
+    last = 0.0
+    while len(closed) < len(socks) and time.time() - t0 < HEADER_TIMEOUT + 6:
+        now = time.time()
+        trickle = now - last >= 2
+        if trickle:
+            last = now
+        for i, sk in enumerate(socks):
+            if i in closed:
+                continue
+            try:
+                r, _, _ = select.select([sk], [], [], 0)
+                if r and not sk.recv(4096):
+                    closed[i] = now - t0
+                elif trickle:
+                    sk.sendall(b"X-Slow-%d: x\r\n" % i)
+            except OSError:
+                closed[i] = now - t0
+        time.sleep(0.1)
+    after = wait_for(lambda: Client(port).req("GET", "/api/status")[0] == 200, 3)
+    for sk in socks:
+        sk.close()
+    check(held != 200, "32 slow connections fill the per-IP limit (the 33rd is refused)", held)
+    check(len(closed) == len(socks) and max(closed.values()) <= HEADER_TIMEOUT + 3,
+          "connections whose headers trickle in are closed within %d s" % HEADER_TIMEOUT,
+          "%d of %d closed, last at %.1f s" % (len(closed), len(socks), max(closed.values(), default=0)))
+    check(after, "the console answers again once the slow connections are closed")
 
 
 def wait_for(fn, seconds):
@@ -548,6 +594,27 @@ def run(tmp, nvram, procs):
         sk.close()
     check(admind.poll() is None, "presto-admind is still running after the bad requests")
 
+    # ---- slow clients do not keep their connections ----
+    # A request's headers must be in within HEADER_TIMEOUT s of the
+    # connection (or of its last answer), however slowly they trickle: else
+    # a client sending a header line now and then, within the idle timeout,
+    # would hold its per-IP share of the connections (32) for ever.
+    slowloris(port)
+    # a POST refused for its token is answered on its headers, without
+    # waiting for (or reading) the body it announces
+    wait_for(lambda: cl.req("GET", "/api/status")[0] == 200, 5)
+    sk = socket.create_connection(("127.0.0.1", port), timeout=10)
+    t0 = time.time()
+    sk.sendall(b"POST /api/flush HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n")
+    try:
+        answer = sk.recv(4096)
+    except OSError as e:
+        answer = repr(e).encode()
+    sk.close()
+    check(answer.startswith(b"HTTP/1.1 401") and time.time() - t0 < 3,
+          "a POST without the token is refused on its headers, before its body (%.1f s)" % (time.time() - t0),
+          answer[:60])
+
     # ---- the SQLite file ----
     dbp = os.path.join(tmp, "admind.db")
     db = sqlite3.connect("file:%s?mode=ro" % dbp, uri=True)
@@ -668,6 +735,22 @@ try:
     res["bearer"] = get("/api/status", {"Authorization": "Bearer " + args["token"]})
     res["basic"] = get("/", {"Authorization": "Basic " + base64.b64encode(("admin:" + args["token"]).encode()).decode()})
     res["wrong"] = get("/metrics", {"Authorization": "Bearer nope"})
+    # refused, a connection is not kept open for the next try
+    import socket
+    sk = socket.create_connection(("10.99.0.1", port), timeout=5)
+    t = time.time()
+    sk.sendall(b"GET /api/status HTTP/1.1\r\nHost: 10.99.0.1\r\n\r\n")
+    data = b""
+    try:
+        while True:
+            b = sk.recv(4096)
+            if not b:
+                break
+            data += b
+        res["close"] = [data[:12].decode("latin-1"), round(time.time() - t, 1)]
+    except OSError:
+        res["close"] = [data[:12].decode("latin-1"), None]
+    sk.close()
 finally:
     p.terminate(); p.wait(5)
 print(json.dumps(res))
@@ -694,6 +777,9 @@ def nonloopback(tmp, token):
     check(res["bearer"][0] == 200 and res["basic"][0] == 200,
           "bound off loopback, the token as bearer or Basic password is let in", res)
     check(res["wrong"][0] == 401, "bound off loopback, a wrong token: 401", res["wrong"])
+    check(res["close"][0] == "HTTP/1.1 401" and res["close"][1] is not None and res["close"][1] < 3,
+          "bound off loopback, the connection of a request without the token is closed after the 401",
+          res["close"])
 
 
 if __name__ == "__main__":
