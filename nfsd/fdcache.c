@@ -226,7 +226,9 @@ int fdcache_data_fd(struct fdcache_ref *ref, int flags)
 	if (fd >= 0)
 		return fd;
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", ref->fd);
-	fd = open(p, (flags & O_ACCMODE) | O_CLOEXEC);	/* the magic link must be followed */
+	/* the magic link must be followed; O_NONBLOCK: a lease is not waited
+	 * for (open_data) */
+	fd = open(p, (flags & (O_ACCMODE | O_NONBLOCK)) | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	int expected = -1;

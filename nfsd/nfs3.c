@@ -439,6 +439,16 @@ static int open_data(struct call *c, struct obj *o, int flags, bool *owned)
 	int fd;
 	bool owner = caller_uid(c, o) == o->st.st_uid;
 
+	/* An open that conflicts with a local process's lease (F_SETLEASE: a
+	 * read lease and an open for writing, a write lease and any open)
+	 * waits until the holder gives it back, up to lease-break-time (45 s):
+	 * on the loop thread that would stall every client. There the open
+	 * does not wait (EWOULDBLOCK; the break is started all the same) and
+	 * the caller hands the call to a worker or answers JUKEBOX, as knfsd
+	 * does. O_NONBLOCK changes nothing else for a regular file. */
+	if (c->on_loop)
+		flags |= O_NONBLOCK;
+
 	if (o->ref) {
 		int mode = (flags & O_ACCMODE) == O_RDONLY ? R_OK : W_OK;
 		if (!owner && syscall(SYS_faccessat2, o->fd, "", mode, AT_EMPTY_PATH | AT_EACCESS) < 0)
@@ -859,7 +869,9 @@ static void nfs3_read(struct call *c, void *a, void *r)
 		goto fail;
 	fd = open_data(c, &o, O_RDONLY, &owned);
 	if (fd < 0) {
-		res->status = vfs_nfserr(errno);
+		/* a local write lease: a worker waits for it (nothing changed) */
+		res->status = errno == EWOULDBLOCK && c->on_loop ? call_defer(c)
+								 : vfs_nfserr(errno);
 		goto fail;
 	}
 	size_t count = args->count < NFSD_MAX_IO ? args->count : NFSD_MAX_IO;
@@ -981,7 +993,9 @@ static void nfs3_write(struct call *c, void *a, void *r)
 		goto fail;
 	fd = open_data(c, &o, O_WRONLY, &owned);
 	if (fd < 0) {
-		res->status = vfs_nfserr(errno);
+		/* a local lease: a worker waits for it (nothing changed yet) */
+		res->status = errno == EWOULDBLOCK && c->on_loop ? call_defer(c)
+								 : vfs_nfserr(errno);
 		goto fail;
 	}
 	if (c->txn.active) {

@@ -57,10 +57,13 @@ static long long now_ms(void)
 static bool whole_fs_mounted;	/* a filesystem a test mounted under the export */
 static int nvram_kind = 1;	/* it_nvram of start_logged and its flags */
 
+static int pending;	/* calls sent and not yet answered */
+
 static int test_teardown(void **state)
 {
 	(void)state;
 	it_res_free(&r);
+	pending = 0;	/* calls a failed test left unanswered */
 	it_nvram_size = "64M";
 	it_presto_extra[0] = NULL;
 	nvram_kind = 1;
@@ -73,8 +76,6 @@ struct slot {
 	int done;
 	int status;
 };
-
-static int pending;
 
 static void slot_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 {
@@ -562,15 +563,8 @@ static void wcc_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 static void queue_write(struct rpc_context *rpc, const struct it_fh *f, uint64_t off, char *data,
 			uint32_t len, struct wcc_slot *s)
 {
-	WRITE3args a;
+	WRITE3args a = it_write3(f, off, data, len, FILE_SYNC);
 
-	memset(&a, 0, sizeof(a));
-	a.file = it_fh3(f);
-	a.offset = off;
-	a.count = len;
-	a.stable = FILE_SYNC;
-	a.data.data_len = len;
-	a.data.data_val = data;
 	memset(s, 0, sizeof(*s));
 	assert_int_equal(rpc_nfs3_write_async(rpc, wcc_cb, &a, s), 0);
 	pending++;
@@ -3231,6 +3225,60 @@ static void test_stamps_before_replies_of_resumed_calls(void **state)
 	it_rpc_close(rpc);
 }
 
+static void test_lease_does_not_stall_the_loop(void **state)
+{
+	/* a local process's read lease on a file: an open for writing waits
+	 * until the holder gives it back (up to lease-break-time, 45 s). A
+	 * WRITE with presto on runs on the loop thread: it must not wait
+	 * there, or every client waits with it. A worker waits instead, and
+	 * the WRITE is answered once the lease is given back */
+	static char data[10] = "LLLLLLLLLL";
+	struct wcc_slot w;
+	struct slot g = { 0, 0 };
+	struct it_fh root, f;
+	uint64_t inl0, def0, inl1, def1;
+
+	(void)state;
+	signal(SIGIO, SIG_IGN);	/* the lease break's signal */
+	start_logged(EXPORT_RW, NULL);
+	const char *path = it_path(&srv, "leased");
+	assert_int_equal(it_write_file(path, "", 0, 0644), 0);
+	struct rpc_context *rpc = connect_root(&root);
+	struct rpc_context *other = connect_root(&root);
+	assert_int_equal(it_lookup(rpc, &root, "leased", &r), NFS3_OK);
+	f = r.fh;
+	int lfd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(lfd >= 0);
+	if (fcntl(lfd, F_SETLEASE, F_RDLCK) < 0)
+		fail_msg("F_SETLEASE: %s", strerror(errno));
+	loop_stats(&inl0, &def0);
+	queue_write(rpc, &f, 0, data, sizeof(data), &w);
+	assert_int_equal(it_wait(rpc, &w.done, 300), -1);	/* it waits for the lease */
+	GETATTR3args ga = { .object = it_fh3(&root) };
+	assert_int_equal(rpc_nfs3_getattr_async(other, slot_cb, &ga, &g), 0);
+	pending++;
+	bool answered = it_wait(other, &g.done, 5000) == 0;
+	assert_int_equal(fcntl(lfd, F_SETLEASE, F_UNLCK), 0);
+	close(lfd);
+	if (it_wait(rpc, &w.done, IT_TIMEOUT_MS) != 0)
+		fail_msg("the WRITE is unanswered after the lease was given back");
+	if (!answered)
+		fail_msg("a GETATTR on another connection waited with the WRITE for the local "
+			 "lease (the event loop thread waited in the open)");
+	assert_int_equal(g.status, NFS3_OK);
+	assert_int_equal(w.status, NFS3_OK);
+	loop_stats(&inl1, &def1);
+	assert_true(def1 - def0 >= 1);	/* the WRITE, handed to a worker */
+	size_t len;
+	char *p = it_read_file(path, &len);
+	assert_non_null(p);
+	assert_int_equal(len, sizeof(data));
+	assert_memory_equal(p, data, sizeof(data));
+	free(p);
+	it_rpc_close(other);
+	it_rpc_close(rpc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3269,6 +3317,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 		cmocka_unit_test_teardown(test_batch_stamps_coalesced, test_teardown),
 		cmocka_unit_test_teardown(test_stamps_before_replies_of_resumed_calls, test_teardown),
+		cmocka_unit_test_teardown(test_lease_does_not_stall_the_loop, test_teardown),
 		cmocka_unit_test_teardown(test_readdir_inline_small_dirs, test_teardown),
 		cmocka_unit_test_teardown(test_export_without_xattrs_writes_through, test_teardown),
 		cmocka_unit_test_teardown(test_root_stamp_before_mark, test_teardown),
