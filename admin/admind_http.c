@@ -30,9 +30,10 @@
  * its headers, would keep its connection for ever, before its token could
  * be looked at (slowloris). So a request's headers must be in within
  * HTTP_HEADER_TIMEOUT of the connection, or of the answer to the one
- * before (a kept-alive connection waiting for its next request): a
- * watchdog thread shuts the socket down after that (MHD 0.9 has no such
- * option). Once the headers are in, the request is refused there if it may
+ * before (a kept-alive connection waiting for its next request), and so
+ * must its body (at most HTTP_MAX_BODY bytes, which a client trickling one
+ * byte at a time would otherwise spread over hours): a watchdog thread
+ * shuts the socket down after that (MHD 0.9 has no such option). Once the headers are in, the request is refused there if it may
  * not go on (its token, its Host, its origin, a body announced too large),
  * without reading its body; a refusal for the token also closes the
  * connection. What is left is a client that reconnects as fast as it is
@@ -65,7 +66,7 @@
 #define HTTP_MAX_CONNS  64
 #define HTTP_MAX_SERIES 32
 #define HTTP_IDLE_TIMEOUT   30	/* s without a byte either way */
-#define HTTP_HEADER_TIMEOUT 10	/* s for a request's headers, however they trickle */
+#define HTTP_HEADER_TIMEOUT 10	/* s for a request's headers and body, however they trickle */
 #define HTTP_WATCH_MS       250	/* how often the watchdog looks */
 
 /* one open connection, for the header deadline */
@@ -746,8 +747,9 @@ static double mono_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* conn_deadline -- the connection of c must have the headers of its next
- * request within HTTP_HEADER_TIMEOUT (on), or has them (off) */
+/* conn_deadline -- the connection of c must have the whole of its next
+ * request (headers and body) within HTTP_HEADER_TIMEOUT (on), or has it
+ * (off) */
 static void conn_deadline(struct admind_http *h, struct MHD_Connection *c, bool on)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -772,8 +774,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!rq) {
 		enum MHD_Result ret;
 
-		/* the headers are in */
-		conn_deadline(h, c, false);
+		/* the headers are in; the deadline runs on until the body
+		 * is too (a body trickled a byte at a time would hold the
+		 * connection as trickled headers would) */
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
@@ -792,6 +795,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*size = 0;
 		return MHD_YES;
 	}
+	/* the whole request is in */
+	conn_deadline(h, c, false);
 	rq->body[rq->len] = '\0';
 	return route(h, c, url, method, rq);
 }

@@ -210,16 +210,24 @@ def failed_mnts(port, n):
 HEADER_TIMEOUT = 10     # seconds for a request's headers (admind_http.c)
 
 
-def slowloris(port):
+def slowloris(port, token=None):
     """32 connections (the per-IP limit) trickle header lines, one every 2 s
     (well within the 30 s idle timeout), and never end them: they fill the
     limit for a while, then each is closed by the server within
-    HEADER_TIMEOUT s, and the console answers again"""
+    HEADER_TIMEOUT s, and the console answers again. With a token, the
+    headers of an authorised POST go out whole and its announced body
+    trickles instead, a byte every 2 s."""
     socks = []
     for i in range(32):
         sk = socket.create_connection(("127.0.0.1", port), timeout=10)
-        sk.sendall(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        if token:
+            sk.sendall(b"POST /api/flush HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                       b"Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: 4000\r\n\r\n" % token.encode())
+        else:
+            sk.sendall(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n")
         socks.append(sk)
+    what = "bodies" if token else "headers"
     t0 = time.time()
     closed = {}
     time.sleep(0.5)
@@ -238,18 +246,18 @@ def slowloris(port):
                 if r and not sk.recv(4096):
                     closed[i] = now - t0
                 elif trickle:
-                    sk.sendall(b"X-Slow-%d: x\r\n" % i)
+                    sk.sendall(b" " if token else b"X-Slow-%d: x\r\n" % i)
             except OSError:
                 closed[i] = now - t0
         time.sleep(0.1)
     after = wait_for(lambda: Client(port).req("GET", "/api/status")[0] == 200, 3)
     for sk in socks:
         sk.close()
-    check(held != 200, "32 slow connections fill the per-IP limit (the 33rd is refused)", held)
+    check(held != 200, "32 slow connections (%s) fill the per-IP limit (the 33rd is refused)" % what, held)
     check(len(closed) == len(socks) and max(closed.values()) <= HEADER_TIMEOUT + 3,
-          "connections whose headers trickle in are closed within %d s" % HEADER_TIMEOUT,
+          "connections whose %s trickle in are closed within %d s" % (what, HEADER_TIMEOUT),
           "%d of %d closed, last at %.1f s" % (len(closed), len(socks), max(closed.values(), default=0)))
-    check(after, "the console answers again once the slow connections are closed")
+    check(after, "the console answers again once the slow connections (%s) are closed" % what)
 
 
 def wait_for(fn, seconds):
@@ -600,6 +608,10 @@ def run(tmp, nvram, procs):
     # a client sending a header line now and then, within the idle timeout,
     # would hold its per-IP share of the connections (32) for ever.
     slowloris(port)
+    # ... and so must its body: an authorised POST whose body trickles in
+    # would hold its connection as long (4000 bytes at one per 2 s)
+    wait_for(lambda: cl.req("GET", "/api/status")[0] == 200, 5)
+    slowloris(port, token)
     # a POST refused for its token is answered on its headers, without
     # waiting for (or reading) the body it announces
     wait_for(lambda: cl.req("GET", "/api/status")[0] == 200, 5)
