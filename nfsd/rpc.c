@@ -960,7 +960,12 @@ static void conn_readable(struct rpc_conn *c)
 			if ((size_t)n < sizeof(R.stage) || c->held_len)
 				return;
 			pthread_mutex_lock(&c->lock);
-			bool stop = c->throttled || c->closed ||
+			/* close_after: conn_record refused a call (a failed
+			 * persist closed c) and dropped the rest of that read;
+			 * reading on would parse from the middle of a record,
+			 * fail its framing and close c before its queued
+			 * replies went out. */
+			bool stop = c->throttled || c->closed || c->close_after ||
 				    __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >= RPC_MAX_QUEUED;
 			pthread_mutex_unlock(&c->lock);
 			if (stop)
