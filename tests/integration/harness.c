@@ -25,6 +25,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1591,6 +1592,47 @@ int it_send_all(int fd, const void *p, size_t len)
 		len -= (size_t)w;
 	}
 	return 0;
+}
+
+int it_control(const struct it_server *s, const char *req, char *buf, size_t cap)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t got = 0;
+	int fd, k, e;
+
+	k = snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/state/control.sock", s->dir);
+	if (k <= 0 || (size_t)k >= sizeof(sa.sun_path) || cap < 2) {
+		errno = EINVAL;
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    it_send_all(fd, req, strlen(req)) < 0)
+		goto fail;
+	while (got < cap - 1 && !memchr(buf, '\n', got)) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		if (poll(&pf, 1, IT_TIMEOUT_MS) != 1) {
+			errno = ETIMEDOUT;
+			goto fail;
+		}
+		ssize_t n = read(fd, buf + got, cap - 1 - got);
+		if (n <= 0) {
+			if (n == 0)
+				errno = EPIPE;
+			goto fail;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = '\0';
+	return 0;
+fail:
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
 }
 
 int it_send_record(int fd, const struct it_buf *b)

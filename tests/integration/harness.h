@@ -270,6 +270,10 @@ int it_tcp_connect(const char *src, int src_port, int port);
 /* it_send_record -- one record, one last fragment */
 int it_send_record(int fd, const struct it_buf *b);
 int it_send_all(int fd, const void *p, size_t len);
+/* it_control -- one request line on s's control socket; its reply line
+ * into buf (NUL-terminated, at most cap - 1 bytes). 0, or -1 (errno) when it
+ * cannot be sent or no whole line comes within IT_TIMEOUT_MS */
+int it_control(const struct it_server *s, const char *req, char *buf, size_t cap);
 /* it_recv_record -- one whole record into b (b->pos = 0); returns its length,
  * 0 when the peer closed, -1 on timeout or error */
 ssize_t it_recv_record(int fd, struct it_buf *b, int timeout_ms);

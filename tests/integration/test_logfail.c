@@ -23,8 +23,8 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +32,6 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "tests/integration/harness.h"
@@ -153,28 +152,8 @@ static void lf_break(void)
 
 static void control(const char *req, char *buf, size_t cap)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t got = 0;
-	int fd;
-
-	int k = snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/state/control.sock", srv.dir);
-	assert_true(k > 0 && (size_t)k < sizeof(sa.sun_path));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(it_send_all(fd, req, strlen(req)), 0);
-	while (got < cap - 1 && !memchr(buf, '\n', got)) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		if (poll(&pf, 1, IT_TIMEOUT_MS) != 1) {
-			close(fd);
-			fail_msg("no answer to %s within %d ms", req, IT_TIMEOUT_MS);
-		}
-		ssize_t n = read(fd, buf + got, cap - 1 - got);
-		assert_true(n > 0);
-		got += (size_t)n;
-	}
-	close(fd);
-	buf[got] = '\0';
+	if (it_control(&srv, req, buf, cap) < 0)
+		fail_msg("control request %s: %s", req, strerror(errno));
 }
 
 /* write_f -- DATA_LEN bytes from seed at offset 0 of f (made first when

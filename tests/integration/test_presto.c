@@ -21,7 +21,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,7 +32,6 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/xattr.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -2116,25 +2114,8 @@ static void test_nopresto_export(void **state)
  * into buf (NUL-terminated) */
 static void control(const char *req, char *buf, size_t cap)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t got = 0;
-	int fd;
-
-	int k = snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/state/control.sock", srv.dir);
-	assert_true(k > 0 && (size_t)k < sizeof(sa.sun_path));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(it_send_all(fd, req, strlen(req)), 0);
-	while (got < cap - 1 && !memchr(buf, '\n', got)) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		assert_int_equal(poll(&pf, 1, IT_TIMEOUT_MS), 1);
-		ssize_t n = read(fd, buf + got, cap - 1 - got);
-		assert_true(n > 0);
-		got += (size_t)n;
-	}
-	close(fd);
-	buf[got] = '\0';
+	if (it_control(&srv, req, buf, cap) < 0)
+		fail_msg("control request %s: %s", req, strerror(errno));
 }
 
 /* loop_stats -- the server's counters of calls run on its event loop thread

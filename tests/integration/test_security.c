@@ -23,7 +23,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1426,28 +1425,11 @@ static void put_record(struct it_buf *all, const struct it_buf *call)
  * (control socket "stats") */
 static uint64_t deferred_calls(struct it_server *s)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	static char buf[65536];
-	static const char req[] = "{\"cmd\":\"stats\"}\n";
-	size_t got = 0;
 	const char *p;
-	int fd;
 
-	int k = snprintf(sa.sun_path, sizeof(sa.sun_path), "%.80s/state/control.sock", s->dir);
-	assert_true(k > 0 && (size_t)k < sizeof(sa.sun_path));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(it_send_all(fd, req, sizeof(req) - 1), 0);
-	while (got < sizeof(buf) - 1 && !memchr(buf, '\n', got)) {
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		assert_int_equal(poll(&pf, 1, IT_TIMEOUT_MS), 1);
-		ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
-		assert_true(n > 0);
-		got += (size_t)n;
-	}
-	close(fd);
-	buf[got] = '\0';
+	if (it_control(s, "{\"cmd\":\"stats\"}\n", buf, sizeof(buf)) < 0)
+		fail_msg("control request stats: %s", strerror(errno));
 	p = strstr(buf, "\"deferred\":");
 	assert_non_null(p);
 	return strtoull(p + 11, NULL, 10);
