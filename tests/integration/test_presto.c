@@ -558,6 +558,24 @@ static void wcc_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 		s->after = w->after.post_op_attr_u.attributes;
 }
 
+/* leased_file -- an empty file "leased" in the export, looked up on rpc
+ * into *f, and a read lease on it held by this process (a local reader);
+ * returns the lease's fd (closing it gives the lease back) */
+static int leased_file(struct rpc_context *rpc, const struct it_fh *root, struct it_fh *f)
+{
+	const char *path = it_path(&srv, "leased");
+	int lfd;
+
+	assert_int_equal(it_write_file(path, "", 0, 0644), 0);
+	assert_int_equal(it_lookup(rpc, root, "leased", &r), NFS3_OK);
+	*f = r.fh;
+	lfd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(lfd >= 0);
+	if (fcntl(lfd, F_SETLEASE, F_RDLCK) < 0)
+		fail_msg("F_SETLEASE: %s", strerror(errno));
+	return lfd;
+}
+
 static void queue_write(struct rpc_context *rpc, const struct it_fh *f, uint64_t off, char *data,
 			uint32_t len, struct wcc_slot *s)
 {
@@ -591,15 +609,8 @@ static void test_write_wcc_taken_under_the_stripe(void **state)
 		it_res_init(&r);
 		it_nvram = with_log ? nvram_kind : 0;
 		assert_int_equal(it_server_start(&srv, clients[with_log]), 0);
-		const char *path = it_path(&srv, "leased");
-		assert_int_equal(it_write_file(path, "", 0, 0644), 0);
 		struct rpc_context *rpc = connect_root(&root);
-		assert_int_equal(it_lookup(rpc, &root, "leased", &r), NFS3_OK);
-		f = r.fh;
-		int lfd = open(path, O_RDONLY | O_CLOEXEC);
-		assert_true(lfd >= 0);
-		if (fcntl(lfd, F_SETLEASE, F_RDLCK) < 0)
-			fail_msg("F_SETLEASE: %s", strerror(errno));
+		int lfd = leased_file(rpc, &root, &f);
 		queue_write(rpc, &f, 0, a_data, sizeof(a_data), &wa);
 		assert_int_equal(it_wait(rpc, &wa.done, 300), -1);	/* A waits for the lease */
 		queue_write(rpc, &f, sizeof(a_data), b_data, sizeof(b_data), &wb);
@@ -3222,16 +3233,9 @@ static void test_lease_does_not_stall_the_loop(void **state)
 	(void)state;
 	signal(SIGIO, SIG_IGN);	/* the lease break's signal */
 	start_logged(EXPORT_RW, NULL);
-	const char *path = it_path(&srv, "leased");
-	assert_int_equal(it_write_file(path, "", 0, 0644), 0);
 	struct rpc_context *rpc = connect_root(&root);
 	struct rpc_context *other = connect_root(&root);
-	assert_int_equal(it_lookup(rpc, &root, "leased", &r), NFS3_OK);
-	f = r.fh;
-	int lfd = open(path, O_RDONLY | O_CLOEXEC);
-	assert_true(lfd >= 0);
-	if (fcntl(lfd, F_SETLEASE, F_RDLCK) < 0)
-		fail_msg("F_SETLEASE: %s", strerror(errno));
+	int lfd = leased_file(rpc, &root, &f);
 	loop_stats(&inl0, &def0);
 	queue_write(rpc, &f, 0, data, sizeof(data), &w);
 	assert_int_equal(it_wait(rpc, &w.done, 300), -1);	/* it waits for the lease */
@@ -3251,7 +3255,7 @@ static void test_lease_does_not_stall_the_loop(void **state)
 	loop_stats(&inl1, &def1);
 	assert_true(def1 - def0 >= 1);	/* the WRITE, handed to a worker */
 	size_t len;
-	char *p = it_read_file(path, &len);
+	char *p = it_read_file(it_path(&srv, "leased"), &len);
 	assert_non_null(p);
 	assert_int_equal(len, sizeof(data));
 	assert_memory_equal(p, data, sizeof(data));
