@@ -33,11 +33,12 @@
  * before (a kept-alive connection waiting for its next request), and so
  * must its body (at most HTTP_MAX_BODY bytes, which a client trickling one
  * byte at a time would otherwise spread over hours): a watchdog thread
- * shuts the socket down after that (MHD 0.9 has no such option). Once the headers are in, the request is refused there if it may
- * not go on (its token, its Host, its origin, a body announced too large),
- * without reading its body; a refusal for the token also closes the
- * connection. What is left is a client that reconnects as fast as it is
- * cut: that only a firewall or a proxy in front can stop.
+ * shuts the socket down after that (MHD 0.9 has no such option). Once the
+ * headers are in, the request is refused there if it may not go on (its
+ * token, its Host, its origin, a body announced too large), without
+ * reading its body; a refusal for the token also closes the connection.
+ * What is left is a client that reconnects as fast as it is cut: that only
+ * a firewall or a proxy in front can stop.
  *
  * Bounds: a request body is at most HTTP_MAX_BODY bytes (413), headers are
  * bounded by MHD's connection memory limit, a series by ADMIND_DB_MAX_BUCKETS
