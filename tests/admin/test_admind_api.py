@@ -207,7 +207,7 @@ def failed_mnts(port, n):
     return out
 
 
-HEADER_TIMEOUT = 10     # seconds for a request's headers (admind_http.c)
+HEADER_TIMEOUT = 10     # seconds for a request's headers and body (admind_http.c)
 
 
 def slowloris(port, token=None):
