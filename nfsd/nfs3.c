@@ -1566,7 +1566,9 @@ static nfsstat3 unlink_common(struct call *c, const diropargs3 *what, bool rmdir
 	struct fh_kernel vkh;
 	bool have_victim;
 	int tries = 0;
-again:
+again:;
+	/* read before the look (see nfs3_write) */
+	uint64_t gen = c->on_loop ? presto_release_gen() : 0;
 	have_victim = fstatat(d.fd, name, &locked, AT_SYMLINK_NOFOLLOW) == 0;
 	const struct stat *sts[] = { &d.st, have_victim ? &locked : NULL };
 	if ((st = log_begin(c, &d, sts, 2, 1024)) != NFS3_OK)
@@ -1575,8 +1577,13 @@ again:
 		goto done;
 	if (c->txn.active) {
 		/* the victim, looked up again under the locks: what is
-		 * unlinked (its handle goes into the record) */
-		if (fstatat(d.fd, name, &vst, AT_SYMLINK_NOFOLLOW) < 0 ||
+		 * unlinked (its handle goes into the record). On the loop,
+		 * when no worker released a stripe since just before the
+		 * look above, that look stands (a stat less per REMOVE) */
+		bool looked = have_victim && c->on_loop && presto_release_gen() == gen;
+		if (looked)
+			vst = locked;
+		if ((!looked && fstatat(d.fd, name, &vst, AT_SYMLINK_NOFOLLOW) < 0) ||
 		    fh_of(d.fd, name, &vkh, NULL) < 0) {
 			st = vfs_nfserr(errno);
 			goto done;
