@@ -751,8 +751,7 @@ fail:
 out:
 	if (held)
 		presto_dir_release(stripe);
-	if (fd >= 0)
-		close(fd);
+	fdcache_close_later(fd);	/* as READDIRPLUS: the reaper closes it */
 	obj_put(&d);
 }
 
@@ -2006,8 +2005,10 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 				have_st = !outside && efd >= 0 &&
 					  fstatat(efd, en, &est, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) == 0;
 				have_fh = have_st && handle_of(d, efd, en, &efh, NULL) == 0;
-				if (ofd >= 0)
-					close(ofd);
+				/* closed by the reaper, a batch at a time: a system
+				 * call less per entry here (they cost 1-2 us each on
+				 * this machine's guests) */
+				fdcache_close_later(ofd);
 				if (presto)
 					presto_dir_release(stripe);
 				if (have_st)
