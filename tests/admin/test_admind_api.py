@@ -224,7 +224,7 @@ def slowloris(port, token=None):
     # is accepted and closed at once: so the 32 are only counted on once
     # none of them was cut within 0.5 s; else they are closed and the
     # set-up is tried again (at most 10 times, a second apart).
-    for attempt in range(10):
+    for _ in range(10):
         socks = []
         for i in range(32):
             sk = socket.create_connection(("127.0.0.1", port), timeout=10)
