@@ -180,3 +180,15 @@ int fh_of(int dirfd, const char *name, struct fh_kernel *kh, int *mount_id)
 		*mount_id = mid;
 	return 0;
 }
+
+bool fh_kernel_ino(const struct fh_kernel *kh, uint64_t *ino)
+{
+	uint32_t v;
+
+	/* include/linux/exportfs.h: FILEID_INO32_GEN = 1 */
+	if (kh->type != 1 || kh->len != 8)
+		return false;
+	memcpy(&v, kh->bytes, sizeof(v));
+	*ino = v;
+	return true;
+}

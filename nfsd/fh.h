@@ -66,5 +66,11 @@ bool fh_mac_ok(uint32_t export_id, const struct fh_kernel *kh, const uint8_t mac
 /* fh_of_fd -- the kernel handle of the object at (dirfd, name) without
  * following a final symlink; name "" means dirfd itself. Returns 0 or -errno. */
 int fh_of(int dirfd, const char *name, struct fh_kernel *kh, int *mount_id);
+/* fh_kernel_ino -- the inode number kh names, for the one layout known
+ * here: FILEID_INO32_GEN (type 1) of 8 bytes, a 32-bit inode number and its
+ * generation in the CPU's byte order (Linux's generic_encode_ino32_fh: ext2,
+ * ext3, ext4; XFS for 32-bit inode numbers). false for anything else (tmpfs
+ * uses type 1 with 12 bytes in another order): the handle is opaque. */
+bool fh_kernel_ino(const struct fh_kernel *kh, uint64_t *ino);
 
 #endif

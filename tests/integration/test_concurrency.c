@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,29 +365,21 @@ static void test_readdir_while_changing(void **state)
 	it_res_free(&g);
 }
 
-static void test_readdirplus_while_renamed_over(void **state)
+/* flip_start -- make DIRNAME with p, q and x (a link to q), and fork a
+ * local process that renames p and q over x in turn (at most 30 s): x is
+ * always p's or q's inode, each of which keeps a name, so a handle of x
+ * never goes stale. Returns the process; *d is the directory's handle. */
+static pid_t flip_start(const char *dirname, struct it_fh *d)
 {
-	/* a local process renames two files over "x" in turn while READDIRPLUS
-	 * lists it: each entry's attributes and handle are of one inode, as
-	 * GETATTR of the handle shows (looking the name up twice paired one
-	 * file's attributes with the other's handle). At most 3 s. */
-	struct it_res g;
-	struct it_fh d;
-	char path[300];
-	int calls = 0, checked = 0;
+	char path[300], q[330], x[330];
 
-	(void)state;
-	it_res_init(&g);
-	assert_int_equal(it_mkdir(cl[0], &root, "flip", 0777, &r), NFS3_OK);
-	d = r.fh;
+	assert_int_equal(it_mkdir(cl[0], &root, dirname, 0777, &r), NFS3_OK);
+	*d = r.fh;
 	for (const char *n = "pq"; *n; n++) {
-		snprintf(path, sizeof(path), "%s/flip/%c", srv.export, *n);
+		snprintf(path, sizeof(path), "%s/%s/%c", srv.export, dirname, *n);
 		assert_int_equal(it_write_file(path, n, 1, 0644), 0);
 	}
-	/* x is always p's or q's inode, each of which keeps a name: a handle
-	 * of x never goes stale */
-	snprintf(path, sizeof(path), "%s/flip", srv.export);
-	char q[330], x[330];
+	snprintf(path, sizeof(path), "%s/%s", srv.export, dirname);
 	snprintf(q, sizeof(q), "%s/q", path);
 	snprintf(x, sizeof(x), "%s/x", path);
 	assert_int_equal(link(q, x), 0);	/* (of p, the first rename would do nothing) */
@@ -403,7 +396,44 @@ static void test_readdirplus_while_renamed_over(void **state)
 				rename("t2", "x");
 		}
 	}
-	struct timespec t0, t;
+	return kid;
+}
+
+/* flip_check -- the handle of x (fh) names the inode whose attributes came
+ * with it (fileid), as GETATTR of the handle shows; else stop kid and fail */
+static void flip_check(pid_t kid, const char *what, int call, const struct it_fh *fh,
+		       uint64_t fileid, struct it_res *g)
+{
+	assert_int_equal(it_getattr(cl[1], fh, g), NFS3_OK);
+	if (g->attr.fileid == fileid)
+		return;
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	fail_msg("%s call %d: x has the attributes of inode %llu and the handle of inode %llu",
+		 what, call, (unsigned long long)fileid, (unsigned long long)g->attr.fileid);
+}
+
+static bool flip_time_left(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000 < 3000;
+}
+
+static void test_readdirplus_while_renamed_over(void **state)
+{
+	/* a local process renames two files over "x" in turn while READDIRPLUS
+	 * lists it: each entry's attributes and handle are of one inode, as
+	 * GETATTR of the handle shows (looking the name up twice paired one
+	 * file's attributes with the other's handle). At most 3 s. */
+	struct it_res g;
+	struct it_fh d;
+	int calls = 0, checked = 0;
+
+	(void)state;
+	it_res_init(&g);
+	pid_t kid = flip_start("flip", &d);
+	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		READDIRPLUS3args a = { .dir = it_fh3(&d), .dircount = 4096, .maxcount = 16384 };
@@ -415,23 +445,42 @@ static void test_readdirplus_while_renamed_over(void **state)
 
 			if (strcmp(e->name, "x") != 0 || !e->has_attr || !e->has_fh)
 				continue;
-			assert_int_equal(it_getattr(cl[1], &e->fh, &g), NFS3_OK);
+			flip_check(kid, "READDIRPLUS", calls, &e->fh, e->attr.fileid, &g);
 			checked++;
-			if (g.attr.fileid != e->attr.fileid) {
-				kill(kid, SIGKILL);
-				waitpid(kid, NULL, 0);
-				fail_msg("READDIRPLUS call %d: x has the attributes of inode %llu and "
-					 "the handle of inode %llu", calls,
-					 (unsigned long long)e->attr.fileid,
-					 (unsigned long long)g.attr.fileid);
-			}
 		}
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while (calls < 5000 && (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 3000);
+	} while (calls < 5000 && flip_time_left(&t0));
 	kill(kid, SIGKILL);
 	waitpid(kid, NULL, 0);
 	assert_true(checked > 0);
 	print_message("%d READDIRPLUS calls, %d entries x checked\n", calls, checked);
+	it_res_free(&g);
+}
+
+static void test_lookup_while_renamed_over(void **state)
+{
+	/* the same for LOOKUP of x: its handle and its object attributes are
+	 * of one inode. At most 3 s. */
+	struct it_res g;
+	struct it_fh d;
+	int calls = 0, checked = 0;
+
+	(void)state;
+	it_res_init(&g);
+	pid_t kid = flip_start("flip-lookup", &d);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		assert_int_equal(it_lookup(cl[0], &d, "x", &r), NFS3_OK);
+		calls++;
+		if (!r.has_fh || !r.has_attr)
+			continue;
+		flip_check(kid, "LOOKUP", calls, &r.fh, r.attr.fileid, &g);
+		checked++;
+	} while (calls < 20000 && flip_time_left(&t0));
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
+	assert_true(checked > 0);
+	print_message("%d LOOKUP calls, %d checked\n", calls, checked);
 	it_res_free(&g);
 }
 
@@ -444,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_namespace_storm),
 		cmocka_unit_test(test_readdir_while_changing),
 		cmocka_unit_test(test_readdirplus_while_renamed_over),
+		cmocka_unit_test(test_lookup_while_renamed_over),
 	};
 
 	it_init(58);

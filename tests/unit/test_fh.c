@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -566,6 +568,72 @@ static void test_fh_of_reopens(void **state)
 	close(dfd);
 }
 
+static void test_kernel_ino(void **state)
+{
+	char d[128];
+	struct fh_kernel kh;
+	struct statfs sfs;
+	struct stat st;
+	uint64_t ino;
+	(void)state;
+
+	/* the one layout known: type 1 (FILEID_INO32_GEN), 8 bytes */
+	memset(&kh, 0, sizeof(kh));
+	kh.type = 1;
+	kh.len = 8;
+	uint32_t v[2] = { 123456789u, 7u };
+	memcpy(kh.bytes, v, sizeof(v));
+	assert_true(fh_kernel_ino(&kh, &ino));
+	assert_int_equal(ino, 123456789u);
+	kh.len = 12;		/* tmpfs: type 1, 12 bytes, generation first */
+	assert_false(fh_kernel_ino(&kh, &ino));
+	kh.len = 16;
+	kh.type = 2;		/* with the parent: never asked for */
+	assert_false(fh_kernel_ino(&kh, &ino));
+	kh.type = 0x81;		/* XFS's 64-bit layout, and any other */
+	kh.len = 8;
+	assert_false(fh_kernel_ino(&kh, &ino));
+
+	/* on the real filesystems: a file, a directory and a symlink of the
+	 * scratch tree, and of /dev/shm: whenever a number is read, it is
+	 * the object's; on ext4 it is read */
+	const char *roots[] = { scratch, "/dev/shm" };
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		snprintf(d, sizeof(d), "%s/ino-XXXXXX", roots[i]);
+		if (!mkdtemp(d))
+			fail_msg("mkdtemp %s: %s", d, strerror(errno));
+		int dfd = open(d, O_RDONLY | O_DIRECTORY);
+		assert_true(dfd >= 0);
+		assert_int_equal(fstatfs(dfd, &sfs), 0);
+		int w = openat(dfd, "f", O_CREAT | O_WRONLY, 0644);
+		assert_true(w >= 0);
+		close(w);
+		assert_int_equal(mkdirat(dfd, "s", 0755), 0);
+		assert_int_equal(symlinkat("f", dfd, "l"), 0);
+		int known = 0;
+		for (const char *n = "fsl"; *n; n++) {
+			char name[2] = { *n, 0 };
+			assert_int_equal(fh_of(dfd, name, &kh, NULL), 0);
+			assert_int_equal(fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW), 0);
+			if (fh_kernel_ino(&kh, &ino)) {
+				assert_int_equal(ino, st.st_ino);
+				known++;
+			}
+		}
+		if (sfs.f_type == EXT4_SUPER_MAGIC)
+			assert_int_equal(known, 3);
+		if (sfs.f_type == TMPFS_MAGIC)
+			assert_int_equal(known, 0);
+		for (const char *n = "fl"; *n; n++) {
+			char name[2] = { *n, 0 };
+			assert_int_equal(unlinkat(dfd, name, 0), 0);
+		}
+		assert_int_equal(unlinkat(dfd, "s", AT_REMOVEDIR), 0);
+		close(dfd);
+		assert_int_equal(rmdir(d), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,6 +657,7 @@ int main(void)
 		cmocka_unit_test(test_other_key_refused),
 		cmocka_unit_test(test_zero_handle_refused),
 		cmocka_unit_test(test_fh_of_reopens),
+		cmocka_unit_test(test_kernel_ino),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
