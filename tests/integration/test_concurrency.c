@@ -368,8 +368,9 @@ static void test_readdir_while_changing(void **state)
 /* flip_start -- make DIRNAME with p, q and x (a link to q), and fork a
  * local process that renames p and q over x in turn (at most 30 s): x is
  * always p's or q's inode, each of which keeps a name, so a handle of x
- * never goes stale. Returns the process; *d is the directory's handle. */
-static pid_t flip_start(const char *dirname, struct it_fh *d)
+ * never goes stale. Returns the process; *d is the directory's handle, *t0
+ * the time it started. */
+static pid_t flip_start(const char *dirname, struct it_fh *d, struct timespec *t0)
 {
 	char path[300], q[330], x[330];
 
@@ -396,7 +397,14 @@ static pid_t flip_start(const char *dirname, struct it_fh *d)
 				rename("t2", "x");
 		}
 	}
+	clock_gettime(CLOCK_MONOTONIC, t0);
 	return kid;
+}
+
+static void flip_stop(pid_t kid)
+{
+	kill(kid, SIGKILL);
+	waitpid(kid, NULL, 0);
 }
 
 /* flip_check -- the handle of x (fh) names the inode whose attributes came
@@ -407,8 +415,7 @@ static void flip_check(pid_t kid, const char *what, int call, const struct it_fh
 	assert_int_equal(it_getattr(cl[1], fh, g), NFS3_OK);
 	if (g->attr.fileid == fileid)
 		return;
-	kill(kid, SIGKILL);
-	waitpid(kid, NULL, 0);
+	flip_stop(kid);
 	fail_msg("%s call %d: x has the attributes of inode %llu and the handle of inode %llu",
 		 what, call, (unsigned long long)fileid, (unsigned long long)g->attr.fileid);
 }
@@ -432,9 +439,8 @@ static void test_readdirplus_while_renamed_over(void **state)
 
 	(void)state;
 	it_res_init(&g);
-	pid_t kid = flip_start("flip", &d);
 	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid_t kid = flip_start("flip", &d, &t0);
 	do {
 		READDIRPLUS3args a = { .dir = it_fh3(&d), .dircount = 4096, .maxcount = 16384 };
 
@@ -449,8 +455,7 @@ static void test_readdirplus_while_renamed_over(void **state)
 			checked++;
 		}
 	} while (calls < 5000 && flip_time_left(&t0));
-	kill(kid, SIGKILL);
-	waitpid(kid, NULL, 0);
+	flip_stop(kid);
 	assert_true(checked > 0);
 	print_message("%d READDIRPLUS calls, %d entries x checked\n", calls, checked);
 	it_res_free(&g);
@@ -466,9 +471,8 @@ static void test_lookup_while_renamed_over(void **state)
 
 	(void)state;
 	it_res_init(&g);
-	pid_t kid = flip_start("flip-lookup", &d);
 	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid_t kid = flip_start("flip-lookup", &d, &t0);
 	do {
 		assert_int_equal(it_lookup(cl[0], &d, "x", &r), NFS3_OK);
 		calls++;
@@ -477,8 +481,7 @@ static void test_lookup_while_renamed_over(void **state)
 		flip_check(kid, "LOOKUP", calls, &r.fh, r.attr.fileid, &g);
 		checked++;
 	} while (calls < 20000 && flip_time_left(&t0));
-	kill(kid, SIGKILL);
-	waitpid(kid, NULL, 0);
+	flip_stop(kid);
 	assert_true(checked > 0);
 	print_message("%d LOOKUP calls, %d checked\n", calls, checked);
 	it_res_free(&g);
