@@ -379,9 +379,9 @@ static int handle_of(const struct obj *dir, int dirfd, const char *name, struct 
 
 /*
  * entry_of -- the attributes and the handle of the object named name (one
- * component) in directory dir open at dirfd, both of one inode. Returns 0 with *st filled, or -errno (no attributes); *fh_rc is 0
- * when *fh was filled too, else -errno (-EXDEV: another filesystem is
- * mounted there).
+ * component) in directory dir open at dirfd, both of one inode. Returns 0
+ * with *st filled, or -errno (no attributes); *fh_rc is 0 when *fh was
+ * filled too, else -errno (-EXDEV: another filesystem is mounted there).
  *
  * Both go by name, the handle first, and are kept when the handle's inode
  * number (fh_kernel_ino) is st_ino: a rename in between that puts another
@@ -762,12 +762,12 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 		struct stat est;
 		int frc;
 		rc = entry_of(&d, d.fd, name, &est, &fh, &frc);
-		if (rc == 0 && frc == -EXDEV) {
+		if (rc == 0)
+			rc = frc;
+		if (rc == -EXDEV) {
 			res->status = NFS3ERR_ACCES;
 			goto fail;
 		}
-		if (rc == 0)
-			rc = frc;
 		if (rc < 0 || !set_fh(&res->LOOKUP3res_u.resok.object, &fh)) {
 			res->status = rc < 0 ? vfs_nfserr(rc) : NFS3ERR_SERVERFAULT;
 			goto fail;
