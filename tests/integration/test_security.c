@@ -432,6 +432,53 @@ static void test_symlink_not_followed(void **state)
 	assert_int_not_equal(it_link(rpc, &lf, &l, "x", &r), NFS3_OK);
 }
 
+static void test_mounted_inside(void **state)
+{
+	/* another filesystem mounted inside the export: LOOKUP of its mount
+	 * point is refused (its handle could not be reopened through the
+	 * export), and READDIRPLUS lists it with attributes and no handle. A
+	 * tmpfs (whose handles LOOKUP cannot read: the O_PATH way) and an ext4
+	 * image (whose handle carries the inode number: the way by name) */
+	char dir[256], t[300], e[300], img[300], cmd[2048];
+	struct it_fh d;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s", it_path(&srv, "mnts"));
+	snprintf(t, sizeof(t), "%s/tmpfs", dir);
+	snprintf(e, sizeof(e), "%s/ext4", dir);
+	snprintf(img, sizeof(img), "%s/../mnts-ext4.img", srv.export);
+	assert_int_equal(mkdir(dir, 0777), 0);
+	assert_int_equal(mkdir(t, 0777), 0);
+	assert_int_equal(mkdir(e, 0777), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "mount -t tmpfs -o size=1m presto-it %s && truncate -s 8M %s && "
+		 "mkfs.ext4 -q -F %s >/dev/null 2>&1 && mount -o loop %s %s", t, img, img, img, e);
+	int rc = system(cmd);
+	assert_int_equal(it_lookup(rpc, &root, "mnts", &r), NFS3_OK);
+	d = r.fh;
+	int lookups = it_lookup(rpc, &d, "tmpfs", &r);
+	int lookupe = it_lookup(rpc, &d, "ext4", &r);
+	READDIRPLUS3args a = { .dir = it_fh3(&d), .dircount = 4096, .maxcount = 16384 };
+	int rd = it_nfs3(rpc, NFS3_READDIRPLUS, &a, &r);
+	snprintf(cmd, sizeof(cmd), "umount -l %s; umount -l %s; rm -f %s", t, e, img);
+	if (system(cmd) != 0)
+		print_message("cleanup: %s failed\n", cmd);
+	assert_int_equal(rc, 0);
+	assert_int_equal(lookups, NFS3ERR_ACCES);
+	assert_int_equal(lookupe, NFS3ERR_ACCES);
+	assert_int_equal(rd, NFS3_OK);
+	int seen = 0;
+	for (size_t i = 0; i < r.nents; i++) {
+		if (strcmp(r.ents[i].name, "tmpfs") != 0 && strcmp(r.ents[i].name, "ext4") != 0)
+			continue;
+		seen++;
+		assert_true(r.ents[i].has_attr);
+		assert_int_equal(r.ents[i].attr.type, NF3DIR);
+		assert_false(r.ents[i].has_fh);
+	}
+	assert_int_equal(seen, 2);
+}
+
 static void test_mnt_outside(void **state)
 {
 	/* MNT of a path that leaves the export through a symlink or ".." does
@@ -2001,6 +2048,7 @@ int main(void)
 		cmocka_unit_test(test_name_with_nul),
 		cmocka_unit_test(test_dotdot_at_root),
 		cmocka_unit_test(test_symlink_not_followed),
+		cmocka_unit_test(test_mounted_inside),
 		cmocka_unit_test(test_mnt_outside),
 		cmocka_unit_test(test_hostile_sources_and_targets),
 		cmocka_unit_test(test_auth_none_is_anonymous),
