@@ -370,7 +370,7 @@ static void test_creation_owner_only_from_root(void **state)
 	assert_int_equal(chmod(srv.export, 0777), 0);
 	for (int who = 0; who < 2; who++) {
 		struct rpc_context *x = who ? su : rpc;
-		char fname[16], dname[16], lname[16], pname[16];
+		char fname[24], dname[24], lname[24], pname[24];
 		uint32_t want = who ? 4242 : 1000;
 
 		snprintf(fname, sizeof(fname), "own-f%d", who);
