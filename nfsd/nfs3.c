@@ -728,9 +728,10 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 	struct obj d = OBJ_INIT;
 	char name[NAME_MAX + 1];
 	struct fh fh;
+	struct stat est;
 	int fd = -1, rc;
 	unsigned stripe;
-	bool held = false;
+	bool held = false, by_name = false;
 
 	res->status = obj_get(c, &args->what.dir, &d);
 	if (res->status != NFS3_OK)
@@ -759,40 +760,31 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 		}
 		fd = openat(d.fd, ".", O_PATH | O_CLOEXEC);
 	} else if (!is_dotdot(name)) {
-		struct stat est;
 		int frc;
+		by_name = true;		/* handle and attributes: entry_of */
 		rc = entry_of(&d, d.fd, name, &est, &fh, &frc);
 		if (rc == 0)
 			rc = frc;
-		if (rc == -EXDEV) {
-			res->status = NFS3ERR_ACCES;
-			goto fail;
-		}
-		if (rc < 0 || !set_fh(&res->LOOKUP3res_u.resok.object, &fh)) {
-			res->status = rc < 0 ? vfs_nfserr(rc) : NFS3ERR_SERVERFAULT;
-			goto fail;
-		}
-		vfs_post_op(&res->LOOKUP3res_u.resok.obj_attributes, &est, obj_fsid(&d));
-		vfs_post_op_fd(&res->LOOKUP3res_u.resok.dir_attributes, d.fd, obj_fsid(&d));
-		goto out;
 	} else {
 		fd = openat(d.fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	}
-	if (fd < 0) {
-		res->status = vfs_nfserr(errno);
-		goto fail;
-	}
-	if (is_dotdot(name) && !is_export_root(&d)) {
-		vfs_become_root();
-		bool inside = in_export(fd, d.xe);
-		if ((res->status = become(c, &d)) != NFS3_OK)
-			goto fail;
-		if (!inside) {
-			res->status = NFS3ERR_ACCES;	/* d moved out of the export */
+	if (!by_name) {
+		if (fd < 0) {
+			res->status = vfs_nfserr(errno);
 			goto fail;
 		}
+		if (is_dotdot(name) && !is_export_root(&d)) {
+			vfs_become_root();
+			bool inside = in_export(fd, d.xe);
+			if ((res->status = become(c, &d)) != NFS3_OK)
+				goto fail;
+			if (!inside) {
+				res->status = NFS3ERR_ACCES;	/* d moved out of the export */
+				goto fail;
+			}
+		}
+		rc = handle_of(&d, fd, "", &fh, NULL);
 	}
-	rc = handle_of(&d, fd, "", &fh, NULL);
 	if (rc == -EXDEV) {
 		res->status = NFS3ERR_ACCES;
 		goto fail;
@@ -801,7 +793,10 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 		res->status = rc < 0 ? vfs_nfserr(rc) : NFS3ERR_SERVERFAULT;
 		goto fail;
 	}
-	vfs_post_op_fd(&res->LOOKUP3res_u.resok.obj_attributes, fd, obj_fsid(&d));
+	if (by_name)
+		vfs_post_op(&res->LOOKUP3res_u.resok.obj_attributes, &est, obj_fsid(&d));
+	else
+		vfs_post_op_fd(&res->LOOKUP3res_u.resok.obj_attributes, fd, obj_fsid(&d));
 	vfs_post_op_fd(&res->LOOKUP3res_u.resok.dir_attributes, d.fd, obj_fsid(&d));
 	goto out;
 fail:
