@@ -379,7 +379,8 @@ static int handle_of(const struct obj *dir, int dirfd, const char *name, struct 
 
 /*
  * entry_of -- the attributes and the handle of the object named name (one
- * component) in directory dir open at dirfd, both of one inode. Returns 0
+ * component; "": dirfd itself) in directory dir open at dirfd, both of one
+ * inode. Returns 0
  * with *st filled, or -errno (no attributes); *fh_rc is 0 when *fh was
  * filled too, else -errno (-EXDEV: another filesystem is mounted there).
  *
@@ -401,12 +402,12 @@ static int entry_of(const struct obj *dir, int dirfd, const char *name, struct s
 	uint64_t ino;
 	int mid, rc = 0;
 
-	if (fh_of(dirfd, name, &kh, &mid) == 0 && fh_kernel_ino(&kh, &ino) &&
+	if (name[0] && fh_of(dirfd, name, &kh, &mid) == 0 && fh_kernel_ino(&kh, &ino) &&
 	    fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && st->st_ino == ino) {
 		*fh_rc = mid != dir->xe->mount_id ? -EXDEV : fh_make(dir->xe->e->id, &kh, fh);
 		return 0;
 	}
-	int ofd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int ofd = name[0] ? openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : dirfd;
 	if (ofd < 0) {
 		*fh_rc = -errno;
 		return -errno;
@@ -414,7 +415,8 @@ static int entry_of(const struct obj *dir, int dirfd, const char *name, struct s
 	if (fstatat(ofd, "", st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) < 0)
 		rc = -errno;
 	*fh_rc = rc ? rc : handle_of(dir, ofd, "", fh, NULL);
-	fdcache_close_later(ofd);	/* a batch at a time, off the call's path */
+	if (ofd != dirfd)
+		fdcache_close_later(ofd);	/* a batch at a time, off the call's path */
 	return rc;
 }
 
@@ -731,7 +733,7 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 	struct stat est;
 	int fd = -1, rc;
 	unsigned stripe;
-	bool held = false, by_name = false;
+	bool held = false, by_name;
 
 	res->status = obj_get(c, &args->what.dir, &d);
 	if (res->status != NFS3_OK)
@@ -758,30 +760,29 @@ static void nfs3_lookup(struct call *c, void *a, void *r)
 			res->status = vfs_nfserr(errno);
 			goto fail;
 		}
-		fd = openat(d.fd, ".", O_PATH | O_CLOEXEC);
-	} else if (!is_dotdot(name)) {
+	}
+	/* a name, ".", or ".." at the root (itself): entry_of; ".." elsewhere
+	 * by its descriptor, which must lie inside the export */
+	by_name = !is_dotdot(name) || is_export_root(&d);
+	if (by_name) {
 		int frc;
-		by_name = true;		/* handle and attributes: entry_of */
-		rc = entry_of(&d, d.fd, name, &est, &fh, &frc);
+		rc = entry_of(&d, d.fd, is_dot(name) || is_dotdot(name) ? "" : name, &est, &fh,
+			      &frc);
 		if (rc == 0)
 			rc = frc;
 	} else {
 		fd = openat(d.fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	}
-	if (!by_name) {
 		if (fd < 0) {
 			res->status = vfs_nfserr(errno);
 			goto fail;
 		}
-		if (is_dotdot(name) && !is_export_root(&d)) {
-			vfs_become_root();
-			bool inside = in_export(fd, d.xe);
-			if ((res->status = become(c, &d)) != NFS3_OK)
-				goto fail;
-			if (!inside) {
-				res->status = NFS3ERR_ACCES;	/* d moved out of the export */
-				goto fail;
-			}
+		vfs_become_root();
+		bool inside = in_export(fd, d.xe);
+		if ((res->status = become(c, &d)) != NFS3_OK)
+			goto fail;
+		if (!inside) {
+			res->status = NFS3ERR_ACCES;	/* d moved out of the export */
+			goto fail;
 		}
 		rc = handle_of(&d, fd, "", &fh, NULL);
 	}
@@ -2048,17 +2049,9 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 				/* attributes and handle of one inode (entry_of:
 				 * a local rename between two lookups must not pair
 				 * one file's attributes with another's handle) */
-				if (outside) {
-					have_st = have_fh = false;
-				} else if (en[0]) {
-					int frc;
-					have_st = entry_of(d, efd, en, &est, &efh, &frc) == 0;
-					have_fh = have_st && frc == 0;
-				} else {
-					have_st = fstatat(efd, "", &est,
-							  AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) == 0;
-					have_fh = have_st && handle_of(d, efd, "", &efh, NULL) == 0;
-				}
+				int frc = -1;
+				have_st = !outside && entry_of(d, efd, en, &est, &efh, &frc) == 0;
+				have_fh = have_st && frc == 0;
 				if (presto)
 					presto_dir_release(stripe);
 				if (have_st)
