@@ -385,8 +385,9 @@ static int handle_of(const struct obj *dir, int dirfd, const char *name, struct 
  * filled too, else -errno (-EXDEV: another filesystem is mounted there).
  *
  * Both go by name, the handle first, and are kept when the handle's inode
- * number (fh_kernel_ino) is st_ino: a rename in between that puts another
- * object under the name shows as another number. The same number with
+ * number (fh_kernel_ino) is st_ino and st_dev the export's: a rename in
+ * between that puts another object under the name shows as another number
+ * (a mount on the name, as another device). The same number with
  * another generation means that the handle's object was deleted and its
  * inode reused meanwhile: such a handle is stale (NFS3ERR_STALE at its
  * first use), so the attributes are never those of another live object it
@@ -403,7 +404,10 @@ static int entry_of(const struct obj *dir, int dirfd, const char *name, struct s
 	int mid, rc = 0;
 
 	if (name[0] && fh_of(dirfd, name, &kh, &mid) == 0 && fh_kernel_ino(&kh, &ino) &&
-	    fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && st->st_ino == ino) {
+	    fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && st->st_ino == ino &&
+	    st->st_dev == dir->xe->dev) {
+		/* the device too: a filesystem mounted on the name in between
+		 * has inode numbers of its own */
 		*fh_rc = mid != dir->xe->mount_id ? -EXDEV : fh_make(dir->xe->e->id, &kh, fh);
 		return 0;
 	}
@@ -2027,22 +2031,33 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 				if (is_dot(en) || (is_dotdot(en) && is_export_root(d)))
 					en = "";	/* the directory itself */
 				bool outside = false;
+				int up = -1;
 				if (is_dotdot(en)) {
 					/* as LOOKUP: nothing of a parent outside
-					 * the export (the walk runs as root) */
+					 * the export (the walk runs as root), and
+					 * the handle and attributes of the very
+					 * directory checked, not of a second
+					 * lookup of ".." after a move */
 					vfs_become_root();
-					int up = openat(efd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+					up = openat(efd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
 					outside = up < 0 || !in_export(up, d->xe);
-					if (up >= 0)
-						close(up);
-					if ((st = become(c, d)) != NFS3_OK)
+					if ((st = become(c, d)) != NFS3_OK) {
+						if (up >= 0)
+							close(up);
 						goto out;
+					}
+					if (up >= 0) {
+						efd = up;
+						en = "";
+					}
 				}
 				/* an entry's handle: as LOOKUP (presto_dir_hold),
 				 * entry by entry, so that a long listing does not
 				 * hold the directory's changes */
 				if (presto &&
 				    presto_dir_hold(d->st.st_dev, d->st.st_ino, c->on_loop, &stripe) < 0) {
+					if (up >= 0)
+						close(up);
 					st = call_defer(c);
 					goto out;
 				}
@@ -2052,6 +2067,8 @@ static nfsstat3 readdir_common(struct call *c, const nfs_fh3 *fh, cookie3 cookie
 				int frc = -1;
 				have_st = !outside && entry_of(d, efd, en, &est, &efh, &frc) == 0;
 				have_fh = have_st && frc == 0;
+				if (up >= 0)
+					close(up);
 				if (presto)
 					presto_dir_release(stripe);
 				if (have_st)
