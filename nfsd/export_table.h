@@ -26,6 +26,8 @@ struct xexport {
 	int mount_id;
 	struct fh root_fh;
 	uint64_t maxfilesize;		/* the filesystem's largest file size */
+	bool names_by_fd;		/* atomic: entry_of (nfs3.c) skips the
+					 * by-name way (not this layout) */
 };
 
 struct xtab {

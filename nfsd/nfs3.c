@@ -403,13 +403,22 @@ static int entry_of(const struct obj *dir, int dirfd, const char *name, struct s
 	uint64_t ino;
 	int mid, rc = 0;
 
-	if (name[0] && fh_of(dirfd, name, &kh, &mid) == 0 && fh_kernel_ino(&kh, &ino) &&
-	    fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && st->st_ino == ino &&
-	    st->st_dev == dir->xe->dev) {
-		/* the device too: a filesystem mounted on the name in between
-		 * has inode numbers of its own */
-		*fh_rc = mid != dir->xe->mount_id ? -EXDEV : fh_make(dir->xe->e->id, &kh, fh);
-		return 0;
+	if (name[0] && !__atomic_load_n(&dir->xe->names_by_fd, __ATOMIC_RELAXED) &&
+	    fh_of(dirfd, name, &kh, &mid) == 0) {
+		if (!fh_kernel_ino(&kh, &ino)) {
+			/* the export's filesystem writes handles of another
+			 * layout (btrfs, tmpfs, XFS with 64-bit inode numbers):
+			 * by name it would cost a system call more per entry */
+			if (mid == dir->xe->mount_id)
+				__atomic_store_n((bool *)&dir->xe->names_by_fd, true,
+						 __ATOMIC_RELAXED);	/* a hint, kept in the table */
+		} else if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && st->st_ino == ino &&
+			   st->st_dev == dir->xe->dev) {
+			/* the device too: a filesystem mounted on the name in
+			 * between has inode numbers of its own */
+			*fh_rc = mid != dir->xe->mount_id ? -EXDEV : fh_make(dir->xe->e->id, &kh, fh);
+			return 0;
+		}
 	}
 	int ofd = name[0] ? openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC) : dirfd;
 	if (ofd < 0) {

@@ -601,6 +601,102 @@ static void test_dotdot_of_a_directory_moved_out(void **state)
 	assert_true(it_server_running(&srv));
 }
 
+/* same_object -- the handle fh and the local path name one object: GETATTR
+ * through the handle gives the inode that lstat gives */
+static void same_object(struct rpc_context *rpc, const struct it_fh *fh, const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(path, &st), 0);
+	assert_int_equal(it_getattr(rpc, fh, &r), NFS3_OK);
+	if (r.attr.fileid != (uint64_t)st.st_ino)
+		fail_msg("%s: the handle names inode %llu, the path %llu", path,
+			 (unsigned long long)r.attr.fileid, (unsigned long long)st.st_ino);
+}
+
+/* tmpfs_teardown -- test_export_on_tmpfs's mount goes first, also after a
+ * failed assertion */
+static int tmpfs_teardown(void **state)
+{
+	char cmd[512];
+
+	if (srv.dir[0]) {
+		snprintf(cmd, sizeof(cmd), "mountpoint -q %s/tmpx && umount -l %s/tmpx", srv.dir, srv.dir);
+		int rc = system(cmd);	/* nonzero when nothing is mounted */
+		(void)rc;
+	}
+	return test_teardown(state);
+}
+
+static void test_export_on_tmpfs(void **state)
+{
+	/* an export on a filesystem whose handles do not carry the inode
+	 * number as ext4's do (tmpfs): LOOKUP and READDIRPLUS take handle and
+	 * attributes from one descriptor (entry_of), and each entry gets its
+	 * own, before and after the server has learnt the layout */
+	const struct it_export one = { "export", "127.0.0.1(rw,insecure,no_root_squash)" };
+	const struct it_export two[] = {
+		one, { "tmpx", "127.0.0.1(rw,insecure,no_root_squash)" },
+	};
+	static const char *names[] = { "a", "b", "c" };
+	struct rpc_context *m, *rpc;
+	struct it_fh troot, fh[3];
+	char tdir[256], p[3][300], cmd[512];
+
+	it_presto_only();
+	(void)state;
+	it_res_init(&r);
+	assert_int_equal(it_server_startv(&srv, &one, 1, 0), 0);
+	snprintf(tdir, sizeof(tdir), "%s/tmpx", srv.dir);
+	assert_int_equal(mkdir(tdir, 0777), 0);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=1m presto-it %s", tdir);
+	assert_int_equal(system(cmd), 0);
+	for (int i = 0; i < 3; i++)
+		snprintf(p[i], sizeof(p[i]), "%s/%s", tdir, names[i]);
+	int fd = open(p[0], O_CREAT | O_WRONLY, 0644);
+	bool made = fd >= 0 && mkdir(p[1], 0755) == 0 && symlink("a", p[2]) == 0;
+	if (fd >= 0)
+		close(fd);
+	bool reloaded = made && it_server_reload(&srv, two, 2) == 0;
+	m = reloaded ? it_rpc_connect(&srv, MOUNT_PROG, 3) : NULL;
+	int mst = -1;
+	/* the reload runs beside the calls: MNT until the export is there */
+	for (int i = 0; m && i < 50 && (mst = it_mnt(m, tdir, &troot)) != MNT3_OK; i++)
+		usleep(100 * 1000);
+	if (m)
+		it_rpc_close(m);
+	rpc = mst == MNT3_OK ? it_rpc_connect(&srv, IT_NFS_PROG, 3) : NULL;
+	for (int pass = 0; rpc && pass < 2; pass++) {
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(it_lookup(rpc, &troot, names[i], &r), NFS3_OK);
+			fh[i] = r.fh;
+			same_object(rpc, &fh[i], p[i]);
+		}
+		assert_int_equal(it_readdir_all(rpc, &troot, 1, 8192, &r, NULL), NFS3_OK);
+		int seen = 0;
+		struct it_dirent ents[8];
+		size_t n = r.nents < 8 ? r.nents : 8;
+		memcpy(ents, r.ents, n * sizeof(ents[0]));
+		for (size_t k = 0; k < n; k++)
+			for (int i = 0; i < 3; i++) {
+				if (strcmp(ents[k].name, names[i]))
+					continue;
+				seen++;
+				assert_true(ents[k].has_attr && ents[k].has_fh);
+				assert_int_equal(ents[k].fh.len, fh[i].len);
+				assert_memory_equal(ents[k].fh.data, fh[i].data, fh[i].len);
+				same_object(rpc, &ents[k].fh, p[i]);
+			}
+		assert_int_equal(seen, 3);
+	}
+	if (rpc)
+		it_rpc_close(rpc);
+	assert_true(made);
+	assert_true(reloaded);
+	assert_int_equal(mst, MNT3_OK);
+	assert_true(it_server_running(&srv));
+}
+
 static void test_ipv6(void **state)
 {
 	/* listening on ::1 too: an IPv6 client in the list mounts and works,
@@ -691,6 +787,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_secure_port, test_teardown),
 		cmocka_unit_test_teardown(test_two_exports, test_teardown),
 		cmocka_unit_test_teardown(test_dotdot_of_a_directory_moved_out, test_teardown),
+		cmocka_unit_test_teardown(test_export_on_tmpfs, tmpfs_teardown),
 		cmocka_unit_test_teardown(test_ipv6, test_teardown),
 		cmocka_unit_test_teardown(test_sighup_reload, test_teardown),
 	};
