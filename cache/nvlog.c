@@ -1087,7 +1087,9 @@ static int nvlog_trim_to(struct nvlog *log, uint64_t upto, bool past_durable)
 		if (f > d)
 			d = f;
 	}
-	uint32_t ep = log->sb.tail_epoch;
+	/* as the scan: a version-1 superblock's tail epoch is padding,
+	 * outside its CRC */
+	uint32_t ep = log->sb.version == NVLOG_VERSION_V1 ? 0 : log->sb.tail_epoch;
 	pthread_mutex_unlock(&log->lock);
 	if (upto > d)
 		upto = d;
@@ -1175,8 +1177,17 @@ int nvlog_reset(struct nvlog *log)
 	nsb.tail_lsn = log->next_lsn;
 	if (nsb.version != NVLOG_VERSION_V1)
 		nsb.tail_epoch = log->epoch32;
-	if ((rc = nvlog_sb_write(log, &nsb)))
+	if ((rc = nvlog_sb_write(log, &nsb))) {
+		/* the new slot may have reached the medium all the same:
+		 * records appended with the old salt would not validate under
+		 * it. No more appends (the log is failed until reopened). */
+		pthread_mutex_lock(&log->lock);
+		log->failed = -EIO;
+		pthread_cond_broadcast(&log->cond_durable);
+		pthread_cond_broadcast(&log->cond_space);
+		pthread_mutex_unlock(&log->lock);
 		goto out;
+	}
 	pthread_mutex_lock(&log->lock);
 	log->salt = nsb.salt;
 	__atomic_store_n(&log->tail_pos, nsb.tail_pos, __ATOMIC_RELEASE);

@@ -48,8 +48,12 @@ const char *nvlog_sb_why(const struct nvlog_sb *sb, size_t map_len)
 	 * record or write: no run reaches the top of their range, and a
 	 * position near 2^64 would wrap the walk's bounds */
 	if (sb->tail_pos > UINT64_MAX / 4 || sb->tail_lsn > UINT64_MAX / 4 ||
-	    sb->seq > UINT64_MAX / 4 || sb->boot_epoch > UINT64_MAX / 4)
+	    sb->seq > UINT64_MAX / 4)
 		return "a counter out of range";
+	/* records carry the epoch in 32 bits: the open's bump must not wrap
+	 * it below the records already in the log */
+	if (sb->boot_epoch >= UINT32_MAX)
+		return "boot epoch out of range";
 	if (sb->version != NVLOG_VERSION_V1 && sb->tail_epoch > (uint32_t)sb->boot_epoch)
 		return "tail epoch after the boot epoch";
 	return NULL;
@@ -143,6 +147,10 @@ static const char *nvlog_rec_valid(const struct nvlog_view *v, const uint8_t *ar
 	memcpy(&h, area + off, sizeof(h));
 	if ((why = nvlog_rec_shape(&h, rem)))
 		return why;
+	/* a pad fills the end of the area that a record did not fit in: at
+	 * its start every record fits (a pad there would make the log full) */
+	if (h.type == NVLOG_TYPE_PAD && off == 0)
+		return "pad at the start";
 	uint64_t size = h.type == NVLOG_TYPE_PAD ? rem : nvlog_rec_size(nvlog_align(v->sb.version), h.len);
 	if (pos + size > limit)
 		return "overlaps tail";
@@ -185,7 +193,8 @@ static bool nvlog_rec_stale(const struct nvlog_view *v, const uint8_t *area, uin
  * nvlog_rec_proof -- does the record at off prove that LSN n had been durable
  * (section 6, CORRUPT)? Valid on its own, lsn > n, dlsn >= n.
  */
-static bool nvlog_rec_proof(const struct nvlog_view *v, const uint8_t *area, uint64_t off, uint64_t n)
+static bool nvlog_rec_proof(const struct nvlog_view *v, const uint8_t *area, uint64_t off, uint64_t n,
+    uint64_t *budget)
 {
 	uint64_t rem = v->sb.area_len - off, lsn, dlsn;
 	struct nvlog_rec_hdr h;
@@ -205,6 +214,13 @@ static bool nvlog_rec_proof(const struct nvlog_view *v, const uint8_t *area, uin
 		return false;
 	if (nvlog_rec_shape(&h, rem) || h.epoch > (uint32_t)v->sb.boot_epoch)
 		return false;
+	/* a file made to pass the tests above at every position would have
+	 * the rest of the area hashed at each: bounded (nvlog_walk) */
+	if ((uint64_t)h.len + NVLOG_HDR_SIZE > *budget) {
+		*budget = 0;
+		return false;
+	}
+	*budget -= (uint64_t)h.len + NVLOG_HDR_SIZE;
 	return h.crc == nvlog_rec_crc(v->sb.salt, &h, area + off + NVLOG_HDR_SIZE);
 }
 
@@ -280,12 +296,15 @@ int nvlog_walk(const struct nvlog_view *v, uint64_t max_lsn,
 	out->bad_lsn = n;
 	out->bad_off = bad_off;
 	out->why = why;
-	/* look for proof that record n had been durable (section 6) */
-	for (uint64_t q = pos + align; q < limit; q += align) {
+	/* look for proof that record n had been durable (section 6). The
+	 * records of a real log are hashed once each, at most the area; more
+	 * than four areas' worth of candidates is a made file: it stays TORN */
+	uint64_t budget = 4 * L;
+	for (uint64_t q = pos + align; q < limit && budget; q += align) {
 		uint64_t off = q % L;
 		if (L - off < NVLOG_HDR_SIZE)
 			continue;
-		if (nvlog_rec_proof(v, area, off, n)) {
+		if (nvlog_rec_proof(v, area, off, n, &budget)) {
 			out->end = NVLOG_END_CORRUPT;
 			out->proof_lsn = ((const struct nvlog_rec_hdr *)(area + off))->lsn;
 			out->proof_off = off;

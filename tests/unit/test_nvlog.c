@@ -486,6 +486,101 @@ static void test_torn_head(void **state)
 	}
 }
 
+/* made_tail -- a log at p (area of L bytes) whose one record was made
+ * garbage, so that its scan ends TORN at LSN 1; the file offset of the area
+ * and its superblock in *area_at and *sb */
+static void made_tail(const char *p, uint64_t L, uint64_t *area_at, struct nvlog_sb *sb)
+{
+	struct nvlog_opts fo = { .flags = NVLOG_O_FORCE };
+	assert_int_equal(nvlog_format(p, NVLOG_AREA_OFF + L, &fo), 0);
+	struct nvlog *log = open_log(p);
+	app(log, 1001);
+	nvlog_close(log, false);
+	struct seen *s = records_of(p);
+	assert_int_equal(s->n, 1);
+	*area_at = s->off[0];
+	free(s);
+	uint8_t *head = malloc(NVLOG_AREA_OFF);
+	int slot;
+	assert_non_null(head);
+	file_rw(p, 0, head, NVLOG_AREA_OFF, false);
+	assert_int_equal(nvlog_sb_pick(head, NVLOG_AREA_OFF + L, sb, &slot), 0);
+	free(head);
+	assert_int_equal(*area_at, sb->area_off + sb->tail_pos % L);
+}
+
+/* a file made so that, after a torn record, every later position passes the
+ * cheap tests of a record proving it durable: the search hashes a bounded
+ * number of bytes (at each position the rest of the area before: about
+ * L^2/128 bytes, 40 s for this 16 MiB area, hours for 256 MiB), and the log
+ * opens TORN */
+static void test_proof_search_bounded(void **state)
+{
+	(void)state;
+	char p[128];
+	const uint64_t L = 16u << 20;
+	uint64_t at;
+	struct nvlog_sb sb;
+	tpath(p, sizeof(p), "proofs");
+	made_tail(p, L, &at, &sb);
+	uint8_t *area = malloc(L);
+	assert_non_null(area);
+	memset(area, 0xab, NVLOG_ALIGN);	/* record 1 torn */
+	for (uint64_t q = NVLOG_ALIGN; q + NVLOG_ALIGN <= L; q += NVLOG_ALIGN) {
+		struct nvlog_rec_hdr h = {
+			.crc = 0x12345678, .len = (uint32_t)(L - q - NVLOG_HDR_SIZE), .type = 1,
+			.lsn = 2, .dlsn = 1,
+		};
+		memset(area + q, 0xcd, NVLOG_ALIGN);
+		memcpy(area + q, &h, sizeof(h));
+	}
+	file_rw(p, at, area, L - (at - sb.area_off), true);
+	free(area);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct nvlog *log = open_log(p);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	print_message("opened in %.3f s\n", s);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_int_equal(in.open_scan.end, NVLOG_SCAN_TORN);
+	assert_int_equal(in.open_scan.bad_lsn, 1);
+	nvlog_close(log, false);
+	if (s > 2.0)
+		fail_msg("a log made to defeat the proof search took %.1f s to open", s);
+}
+
+/* a CRC-valid pad over the whole area at its start (no writer makes one:
+ * every record fits there) is not taken for one: the log would be full for
+ * good, every append waiting and failing */
+static void test_pad_at_start_refused(void **state)
+{
+	(void)state;
+	char p[128];
+	const uint64_t L = 65536;
+	uint64_t at;
+	struct nvlog_sb sb;
+	tpath(p, sizeof(p), "padstart");
+	made_tail(p, L, &at, &sb);
+	assert_int_equal(at, sb.area_off);	/* the tail at the area's start */
+	struct nvlog_rec_hdr h = {
+		.len = (uint32_t)(L - NVLOG_HDR_SIZE), .type = NVLOG_TYPE_PAD,
+		.epoch = sb.tail_epoch, .lsn = sb.tail_lsn, .dlsn = sb.tail_lsn - 1,
+	};
+	h.crc = nvlog_rec_crc(sb.salt, &h, NULL);
+	file_rw(p, at, &h, sizeof(h), true);
+	struct nvlog *log = open_log(p);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_int_not_equal(in.open_scan.end, NVLOG_SCAN_CLEAN);
+	assert_false(in.read_only);
+	uint64_t lsn;
+	struct iovec iov = { "after", 5 };
+	assert_int_equal(nvlog_append(log, 1, &iov, 1, &lsn), 0);
+	nvlog_close(log, true);
+}
+
 /* padded_log -- a closed log at p of 60 live records of 920 bytes (960 on
  * media: 65536 % 960 leaves a pad) that wrapped once: the pad's offset in
  * *pad, the LSN of the record at offset 0 after it in *at0 */
@@ -1447,6 +1542,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_version1_log),
 		cmocka_unit_test(test_append_gather),
 		cmocka_unit_test(test_tail_epoch_floor),
+		cmocka_unit_test(test_proof_search_bounded),
+		cmocka_unit_test(test_pad_at_start_refused),
 		cmocka_unit_test(test_group_commit_threads),
 		cmocka_unit_test(test_full_log),
 		cmocka_unit_test(test_nowait_trim_stats),
