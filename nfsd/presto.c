@@ -737,6 +737,7 @@ static int state_file_commit(FILE *f, const char *tmp, const char *path)
  * without it (written before it) is kept only for an export that is a
  * whole filesystem. */
 static bool whole_fs(const struct xexport *xe);
+static bool export_mark_ok(const struct xexport *xe);
 
 static void rd_load(struct xtab *xt)
 {
@@ -759,11 +760,11 @@ static void rd_load(struct xtab *xt)
 			       &epoch);
 		if (k < 5 || unhex(oh, o.bytes, FH_KH_MAX, &o.len) < 0 ||
 		    unhex(nh, n.bytes, FH_KH_MAX, &n.len) < 0 ||
-		    (k == 6 && (unhex(mh, mac, FH_MAC, &ml) < 0 || ml != FH_MAC))) {
+		    (k >= 6 && (unhex(mh, mac, FH_MAC, &ml) < 0 || ml != FH_MAC))) {
 			log_warnx("%s:%u: malformed redirect ignored", path, lineno);
 			continue;
 		}
-		if (k == 6 && !fh_mac_ok(id, &n, mac)) {
+		if (k >= 6 && !fh_mac_ok(id, &n, mac)) {
 			log_warnx("%s:%u: redirect whose MAC does not check out ignored (a line "
 				  "this appliance did not write)", path, lineno);
 			continue;
@@ -793,16 +794,21 @@ static void rd_prune(struct xtab *xt)
 	pthread_rwlock_wrlock(&P.rd_lock);
 	for (size_t i = 0; i < P.nrd; i++) {
 		const struct xexport *xe = xtab_by_id(xt, P.rd[i].export_id);
-		bool alive = false;
-		if (xe) {
+		/* kept unless known gone: an export not in the table now, or
+		 * whose filesystem is not mounted, may be back at the next
+		 * start, and its clients' handles with it */
+		bool alive = true;
+		if (xe && export_mark_ok(xe)) {
 			u.h.handle_bytes = P.rd[i].new_kh.len;
 			u.h.handle_type = P.rd[i].new_kh.type;
 			memcpy(u.h.f_handle, P.rd[i].new_kh.bytes, P.rd[i].new_kh.len);
 			int fd = open_by_handle_at(xe->root_fd, &u.h, O_PATH | O_CLOEXEC);
 			if (fd >= 0) {
 				struct stat st;
-				alive = fstat(fd, &st) == 0 && st.st_nlink > 0;
+				alive = fstat(fd, &st) != 0 || st.st_nlink > 0;
 				close(fd);
+			} else {
+				alive = errno != ESTALE && errno != ENOENT;
 			}
 		}
 		if (alive)
@@ -2003,23 +2009,87 @@ struct replay_ctx {
 	} wf[16];
 	unsigned nwf;
 	bool unexported;		/* a record names an export not in xt */
+	/* no stamps after a record that could not be replayed, on the
+	 * filesystems it names (all of them when unknown, or too many) */
+	bool nostamp_all;
+	unsigned nnostamp;
+	dev_t nostamp[8];
 };
 
 /*
  * replay_stamp -- stamp what the current record changed, unless a record of
- * this replay could not be replayed: the start then fails and the replay is
- * tried again, and a later record's stamp on the same directory or file
- * would make that retry skip the failed record as applied.
+ * this replay that names its filesystem could not be replayed: the start
+ * then fails and the replay is tried again, and a later record's stamp on
+ * the same directory or file would make that retry skip the failed record
+ * as applied. Records on other filesystems keep their stamps, which spare
+ * the retry the rules alone (see "Applied stamps").
  */
 static void replay_stamp(struct replay_ctx *rc, int fd)
 {
+	if (rc->nostamp_all)
+		return;
+	if (rc->nnostamp) {
+		struct stat st;
+		if (fstat(fd, &st) < 0)
+			return;
+		for (unsigned i = 0; i < rc->nnostamp; i++)
+			if (rc->nostamp[i] == st.st_dev)
+				return;
+	}
 	/* never lowered: after a reboot a file's or directory's stamp is not
 	 * trusted for its data and attributes, so its records are applied
 	 * again, but a directory's stamp still proves its namespace records
 	 * applied, and a later record's stamp must stay */
-	if (__atomic_load_n(&P.rec_errors, __ATOMIC_RELAXED) == 0 &&
-	    !stamp_covers(fd, rc->epoch, rc->lsn))
+	if (!stamp_covers(fd, rc->epoch, rc->lsn))
 		stamp_set(fd, true, rc->epoch, rc->lsn);
+}
+
+/* rec_exports -- the exports a record's objects belong to (twice the same
+ * but for RENAME and LINK) */
+static void rec_exports(const plog_op *op, uint32_t ids[2])
+{
+	ids[0] = ids[1] = 0;
+	switch (op->type) {
+	case PLOG_WRITE: ids[0] = ids[1] = op->plog_op_u.write.file.export_id; break;
+	case PLOG_SETATTR: ids[0] = ids[1] = op->plog_op_u.setattr.obj.export_id; break;
+	case PLOG_CREATE: ids[0] = ids[1] = op->plog_op_u.create.dir.export_id; break;
+	case PLOG_REMOVE: ids[0] = ids[1] = op->plog_op_u.remove.dir.export_id; break;
+	case PLOG_RENAME:
+		ids[0] = op->plog_op_u.rename.fromdir.export_id;
+		ids[1] = op->plog_op_u.rename.todir.export_id;
+		break;
+	case PLOG_LINK:
+		ids[0] = op->plog_op_u.link.file.export_id;
+		ids[1] = op->plog_op_u.link.dir.export_id;
+		break;
+	case PLOG_REDIRECT:
+		break;
+	}
+}
+
+/* nostamp_after -- op could not be replayed: no more stamps on its
+ * filesystems (op NULL: it did not decode, on none) */
+static void nostamp_after(struct replay_ctx *rc, const plog_op *op)
+{
+	uint32_t ids[2];
+
+	if (!op) {
+		rc->nostamp_all = true;
+		return;
+	}
+	rec_exports(op, ids);
+	for (int i = 0; i < 2; i++) {
+		const struct xexport *xe = xtab_by_id(rc->xt, ids[i]);
+		if (!xe || rc->nnostamp == sizeof(rc->nostamp) / sizeof(rc->nostamp[0])) {
+			rc->nostamp_all = true;
+			return;
+		}
+		bool seen = false;
+		for (unsigned k = 0; k < rc->nnostamp; k++)
+			seen |= rc->nostamp[k] == xe->dev;
+		if (!seen)
+			rc->nostamp[rc->nnostamp++] = xe->dev;
+	}
 }
 
 /* stamped -- whether dirfd proves the current record applied; counts it. */
@@ -2699,6 +2769,12 @@ static int replay_create(struct replay_ctx *rc, const plog_create *c)
 		close(ofd);			/* applied, renamed away later */
 		goto out;
 	}
+	if (ofd != -ESTALE) {
+		/* not known to be absent (out of descriptors, a malformed
+		 * result handle): making it again could duplicate it */
+		e = ofd;
+		goto out;
+	}
 	mode_t mode = c->mode & 07777;
 	switch (c->type & S_IFMT) {
 	case S_IFDIR:
@@ -2806,6 +2882,8 @@ static int replay_link(struct replay_ctx *rc, const plog_link *l)
 		else
 			replay_stamp(rc, dfd);
 		close(ffd);
+	} else if (ffd != -ESTALE) {
+		e = ffd;	/* not "removed later": the link is not made */
 	}
 	close(dfd);
 	return e;
@@ -2824,6 +2902,7 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 	CNT_ADD(rec_bytes, rec->len);
 	if (!plog_decode(rec, &r, rc->macs, &rc->nmacs)) {
 		CNT_ADD(rec_errors, 1);
+		nostamp_after(rc, NULL);
 		log_warnx("NVRAM log record LSN %llu (type %u, %u bytes at offset %llu) does not decode "
 			  "(inspect it with presto-log dump)",
 			  (unsigned long long)rec->lsn, rec->type, rec->len,
@@ -2836,24 +2915,8 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 		return 0;
 	}
 	if (!rc->apply) {
-		const plog_op *op = &r.op;
-		uint32_t ids[2] = { 0, 0 };
-		switch (op->type) {
-		case PLOG_WRITE: ids[0] = ids[1] = op->plog_op_u.write.file.export_id; break;
-		case PLOG_SETATTR: ids[0] = ids[1] = op->plog_op_u.setattr.obj.export_id; break;
-		case PLOG_CREATE: ids[0] = ids[1] = op->plog_op_u.create.dir.export_id; break;
-		case PLOG_REMOVE: ids[0] = ids[1] = op->plog_op_u.remove.dir.export_id; break;
-		case PLOG_RENAME:
-			ids[0] = op->plog_op_u.rename.fromdir.export_id;
-			ids[1] = op->plog_op_u.rename.todir.export_id;
-			break;
-		case PLOG_LINK:
-			ids[0] = op->plog_op_u.link.file.export_id;
-			ids[1] = op->plog_op_u.link.dir.export_id;
-			break;
-		case PLOG_REDIRECT:
-			break;	/* returned above */
-		}
+		uint32_t ids[2];
+		rec_exports(&r.op, ids);
 		for (int i = 0; i < 2; i++)
 			if (!xtab_by_id(rc->xt, ids[i]))
 				rc->unexported = true;
@@ -2882,6 +2945,7 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 		}
 		if (e < 0) {
 			CNT_ADD(rec_errors, 1);
+			nostamp_after(rc, &r.op);
 			errno = -e;
 			log_warn("replay of LSN %llu (type %u)", (unsigned long long)rec->lsn, rec->type);
 		}

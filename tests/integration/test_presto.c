@@ -772,6 +772,91 @@ static void write_kept(const char *name, uint32_t seed, int mode)
 	it_rpc_close(rpc);
 }
 
+/* second_fs: the directory "tb" beside the export, a tmpfs exported too
+ * (test_stamps_after_a_failed_record) */
+static char second_fs[600];
+
+static int second_fs_teardown(void **state)
+{
+	if (second_fs[0]) {
+		umount2(second_fs, MNT_DETACH);
+		second_fs[0] = '\0';
+	}
+	return test_teardown(state);
+}
+
+/* fail_first_fs -- the export's records cannot be replayed (swap_mark),
+ * and tb lost its file "later" and its root's applied stamp together, as a
+ * power cut loses them (one journal) */
+static void fail_first_fs(struct it_server *s)
+{
+	char p[700];
+
+	swap_mark(s);
+	snprintf(p, sizeof(p), "%s/later", second_fs);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(removexattr(second_fs, "trusted.presto.lsn"), 0);
+}
+
+static void test_stamps_after_a_failed_record(void **state)
+{
+	/* a record that cannot be replayed stops the replay's applied stamps
+	 * on its own filesystem only: a later record of an export on another
+	 * filesystem is stamped as it is applied, so that the retry, once the
+	 * operator has mounted the right filesystem, skips it by its stamp.
+	 * (Every stamp stopped before: the retry had the rules alone, whose
+	 * known gap could then undo an acknowledged change elsewhere.) */
+	const struct it_export one = { "export", "127.0.0.1(rw,insecure,no_root_squash)" };
+	const struct it_export two[] = {
+		one, { "tb", "127.0.0.1(rw,insecure,no_root_squash)" },
+	};
+	struct rpc_context *m, *rpc;
+	struct it_fh tb;
+	char cmd[700];
+	int mst = -1;
+
+	(void)state;
+	it_presto_only();
+	it_res_init(&r);
+	replay_always_no_destage();
+	assert_int_equal(it_server_startv(&srv, &one, 1, 0), 0);
+	snprintf(second_fs, sizeof(second_fs), "%s/tb", srv.dir);
+	assert_int_equal(mkdir(second_fs, 0777), 0);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=4m presto-it %s", second_fs);
+	if (system(cmd) != 0) {
+		second_fs[0] = '\0';
+		fail_msg("cannot mount a tmpfs: %s", cmd);
+	}
+	assert_int_equal(it_server_reload(&srv, two, 2), 0);
+	m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+	assert_non_null(m);
+	for (int i = 0; i < 50 && (mst = it_mnt(m, second_fs, &tb)) != MNT3_OK; i++)
+		usleep(100 * 1000);	/* the reload runs beside the calls */
+	it_rpc_close(m);
+	assert_int_equal(mst, MNT3_OK);
+	/* a record of the export, then one of tb */
+	write_kept("kept", 93, -1);
+	rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &tb, "later", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	it_rpc_close(rpc);
+
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, fail_first_fs), -1);
+	if (!log_says(&srv, "could not be replayed"))
+		fail_msg("presto-nfsd did not refuse to start");
+	char st[64];
+	snprintf(cmd, sizeof(cmd), "%s/later", second_fs);
+	assert_int_equal(access(cmd, F_OK), 0);	/* replayed */
+	if (getxattr(second_fs, "trusted.presto.lsn", st, sizeof(st)) <= 0)
+		fail_msg("tb's CREATE, after the export's failed record, was applied unstamped");
+	/* the right filesystem back: the retry replays all */
+	it_server_restart_after(&srv, SIGKILL, restore_mark);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	expect_kept("kept", "the retry did not restore it");
+	snprintf(cmd, sizeof(cmd), "%s/later", second_fs);
+	assert_int_equal(access(cmd, F_OK), 0);
+}
+
 static void test_replay_refuses_other_filesystem(void **state)
 {
 	/* records for an export whose root is not the one they were written
@@ -1679,7 +1764,7 @@ static void test_malformed_handle_is_an_error(void **state)
  * filesystem outside the export (the export is a subdirectory of it): with
  * a MAC of 16 zero bytes when outside_mac, else without MACs (a record as
  * servers before them wrote) */
-static bool outside_mac;
+static int outside_mac;	/* 2: a redirect line with the epoch too */
 static char outside_path[600];
 
 static void append_outside_record(struct it_server *s)
@@ -1876,8 +1961,9 @@ static void forge_redirect(struct it_server *s)
 		sprintf(oh + 2 * i, "%02x", victim_fh.data[12 + i]);
 	for (unsigned i = 0; i < u.h.handle_bytes; i++)
 		sprintf(nh + 2 * i, "%02x", u.h.f_handle[i]);
-	int n = snprintf(line, sizeof(line), "%u %d %s %d %s%s\n", bad_export_id, otype, oh,
-			 u.h.handle_type, nh, outside_mac ? " 00000000000000000000000000000000" : "");
+	int n = snprintf(line, sizeof(line), "%u %d %s %d %s%s%s\n", bad_export_id, otype, oh,
+			 u.h.handle_type, nh, outside_mac ? " 00000000000000000000000000000000" : "",
+			 outside_mac == 2 ? " 1" : "");
 	snprintf(path, sizeof(path), "%s/state/redirects", s->dir);
 	assert_int_equal(it_write_file(path, line, (size_t)n, 0600), 0);
 }
@@ -1897,13 +1983,16 @@ static void test_forged_redirect_is_ignored(void **state)
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
 	snprintf(outside_path, sizeof(outside_path), "%s/outside", srv.dir);
 	assert_int_equal(it_write_file(outside_path, "intact", 6, 0644), 0);
-	for (int legacy = 0; legacy < 2; legacy++) {
+	/* forms: a wrong MAC and the epoch (as this server writes its lines),
+	 * a wrong MAC alone, no MAC (as servers before the MACs wrote) */
+	for (int form = 2; form >= 0; form--) {
+		bool legacy = form == 0;
 		rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 		assert_non_null(rpc);
 		assert_int_equal(it_create(rpc, &root, "victim", UNCHECKED, 0644, NULL, &r), NFS3_OK);
 		victim_fh = r.fh;
 		it_rpc_close(rpc);
-		outside_mac = !legacy;
+		outside_mac = form;
 		assert_int_equal(it_server_restart_after(&srv, SIGTERM, forge_redirect), 0);
 		rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
 		assert_non_null(rpc);
@@ -3277,6 +3366,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_write_wcc_taken_under_the_stripe, test_teardown),
 		cmocka_unit_test_teardown(test_create_cannot_truncate_a_mount, mount_teardown),
 		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
+		cmocka_unit_test_teardown(test_stamps_after_a_failed_record, second_fs_teardown),
 		cmocka_unit_test_teardown(test_reload_keeps_marks, test_teardown),
 		cmocka_unit_test_teardown(test_second_server_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_state_files_are_private, test_teardown),
