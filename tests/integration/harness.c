@@ -9,6 +9,12 @@
  * address, and the server's answers to those are what the security tests
  * are about.
  */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
 #include "tests/integration/harness.h"
 
 #include <arpa/inet.h>
@@ -115,6 +121,10 @@ void it_init_mode(unsigned seconds, int nvram)
 	it_nvram = nvram;
 	if (getenv("PRESTO_IT_NVRAM"))
 		it_nvram = atoi(getenv("PRESTO_IT_NVRAM"));
+	/* IT_FILTER=pattern: only the tests whose names match (cmocka's * and
+	 * ? wildcards), to run one test while working on it */
+	if (getenv("IT_FILTER"))
+		cmocka_set_test_filter(getenv("IT_FILTER"));
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGALRM, it_watchdog);
 	atexit(it_atexit);
