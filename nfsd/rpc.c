@@ -31,6 +31,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -40,6 +41,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,6 +96,15 @@ struct rpc_conn {
 	 * the connection is heard from or busy */
 	bool heard;
 	uint64_t quiet_since;
+	/* replies its client does not take (conn_sweep): bytes sent so far
+	 * (lock), what the sweep saw of it and of the socket's unacknowledged
+	 * bytes, and since when neither moved */
+	uint64_t out_sent, out_seen, stall_since;
+	int outq_seen;
+	/* the record in progress (conn_sweep; loop thread only): records cut
+	 * so far, their count when a sweep first saw this one unfinished, and
+	 * when */
+	uint64_t nrec, mid_nrec, mid_since;
 	/* receive state: event loop thread only */
 	uint8_t mark[4];
 	size_t mark_got;
@@ -461,6 +472,7 @@ static int conn_flush_locked(struct rpc_conn *c)
 			return -1;
 		}
 		size_t left = (size_t)n;
+		c->out_sent += (size_t)n;
 		/* writers hold c->lock; conn_input reads it without */
 		__atomic_store_n(&c->out_bytes, c->out_bytes - (size_t)n, __ATOMIC_RELAXED);
 		while (c->out_head && left >= c->out_head->len - c->out_head->off) {
@@ -907,7 +919,11 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 			if (c->rec_len + c->frag_left > RPC_MAX_RECORD)
 				return -1;
 			if (c->rec_len + c->frag_left > c->rec_cap) {
+				/* at least doubled: a record of many small
+				 * fragments is not copied over once per fragment */
 				size_t cap = c->rec_len + c->frag_left;
+				if (cap < 2 * c->rec_cap)
+					cap = 2 * c->rec_cap < RPC_MAX_RECORD ? 2 * c->rec_cap : RPC_MAX_RECORD;
 				uint8_t *nb = realloc(c->rec, cap ? cap : 1);
 				if (!nb)
 					return -1;
@@ -927,6 +943,7 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 			if (c->last_frag) {
 				if (c->rec_len == 0)
 					return -1;	/* an empty call is garbage */
+				c->nrec++;
 				int st = conn_record(c);
 				if (st < 0)
 					return 0;	/* closed: the rest is not run */
@@ -1100,6 +1117,62 @@ static void rpc_resume_held(void)
 	}
 }
 
+/* conn_stuck_locked -- close c (and return true) when its client has
+ * taken none of its queued replies for R.idle_ns (a connection with output
+ * pending is never idle, and the limit's eviction takes only idle ones: a
+ * client that stops reading would keep its connection and its replies, up
+ * to RPC_MAX_INFLIGHT of them, for good), or when the record it is sending
+ * is not complete R.record_ns after a sweep first saw it unfinished while
+ * its input was read (one byte now and then would keep the quiet-based
+ * check below from ever firing). Caller holds c->lock; loop thread. */
+static bool conn_stuck_locked(struct rpc_conn *c, bool mid, uint64_t now)
+{
+	char a[INET6_ADDRSTRLEN];
+	static long tok;
+	const char *why = NULL;
+	uint64_t limit = 0;
+
+	if (c->closed)
+		return false;
+	if (c->out_head && R.idle_ns) {
+		/* what the client acknowledges leaves the socket's send queue
+		 * long before the socket takes more (it wakes its writer when
+		 * much of it is free): a slow reader moves that */
+		int q = -1;
+		if (ioctl(c->ep.fd, SIOCOUTQ, &q) < 0)
+			q = -1;
+		if (!c->stall_since || c->out_sent != c->out_seen || q != c->outq_seen) {
+			c->out_seen = c->out_sent;
+			c->outq_seen = q;
+			c->stall_since = now;
+		} else if (now - c->stall_since >= R.idle_ns) {
+			why = "none of its replies taken";
+			limit = R.idle_ns;
+		}
+	} else {
+		c->stall_since = 0;
+	}
+	if (!why && mid && R.record_ns && !c->held_len && !conn_paused_locked(c)) {
+		if (!c->mid_since || c->mid_nrec != c->nrec) {
+			c->mid_nrec = c->nrec;
+			c->mid_since = now;
+		} else if (now - c->mid_since >= R.record_ns) {
+			why = "its record not complete";
+			limit = R.record_ns;
+		}
+	} else if (!why) {
+		c->mid_since = 0;
+	}
+	if (!why)
+		return false;
+	if (log_ratelimited(&tok))
+		log_warnx("closing connection from %s: %s in %llu s",
+			  addr_to_string((const struct sockaddr *)&c->peer, a, sizeof(a)), why,
+			  (unsigned long long)(limit / 1000000000ull));
+	conn_close_locked(c);
+	return true;
+}
+
 /* conn_sweep -- close the connections idle for R.idle_ns, or for R.record_ns
  * when they sit in the middle of a record (a client that announced a record
  * of up to RPC_MAX_RECORD bytes and went silent pins its buffer). Idle time
@@ -1112,6 +1185,10 @@ static void conn_sweep(uint64_t now)
 		bool heard = c->heard;
 		c->heard = false;
 		pthread_mutex_lock(&c->lock);
+		if (conn_stuck_locked(c, mid, now)) {
+			pthread_mutex_unlock(&c->lock);
+			continue;
+		}
 		if (heard || !conn_idle_locked(c)) {
 			c->quiet_since = now;
 		} else {

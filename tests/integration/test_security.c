@@ -14,6 +14,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -1727,16 +1728,17 @@ static void test_idle_connections_closed(void **state)
 {
 	/* --idle-timeout 3 --record-timeout 1: a connection that stopped in
 	 * the middle of a record (1 MiB announced, 100 KiB sent) is closed
-	 * after about 1 s, one idle after a call after about 3 s, one that
-	 * makes a call every 250 ms never. Nothing was ever closed before:
-	 * every such connection pinned its descriptor, and its record buffer,
-	 * for good. */
+	 * after about 1 s, and so is one that sends its record a byte every
+	 * 250 ms (heard from, never quiet); one idle after a call after about
+	 * 3 s, one that makes a call every 250 ms never. Nothing was ever
+	 * closed before: every such connection pinned its descriptor, and its
+	 * record buffer, for good. */
 	static const char *const extra[] = { "--idle-timeout", "3", "--record-timeout", "1", NULL };
 	static unsigned char part[4 + 100 * 1024];
 	struct it_server *s = &own;
 	struct it_fh fh;
-	long long t0, t_idle = -1, t_part = -1;
-	int idle, partial, busy;
+	long long t0, t_idle = -1, t_part = -1, t_trickle = -1;
+	int idle, partial, busy, trickle;
 	uint32_t xid = 0x7200;
 
 	it_presto_only();
@@ -1745,14 +1747,16 @@ static void test_idle_connections_closed(void **state)
 	idle = it_tcp_connect(NULL, 0, s->nfs_port);
 	partial = it_tcp_connect(NULL, 0, s->nfs_port);
 	busy = it_tcp_connect(NULL, 0, s->nfs_port);
-	assert_true(idle >= 0 && partial >= 0 && busy >= 0);
+	trickle = it_tcp_connect(NULL, 0, s->nfs_port);
+	assert_true(idle >= 0 && partial >= 0 && busy >= 0 && trickle >= 0);
 	assert_int_equal(null_call(idle, xid++), 0);
 	part[0] = 0x80;			/* last fragment, 1 MiB */
 	part[1] = 0x10;
 	memset(part + 4, 0x41, sizeof(part) - 4);
 	assert_int_equal(it_send_all(partial, part, sizeof(part)), 0);
+	assert_int_equal(it_send_all(trickle, part, 5), 0);
 	t0 = now_ms();
-	while (now_ms() - t0 < 6000 && (t_idle < 0 || t_part < 0)) {
+	while (now_ms() - t0 < 6000 && (t_idle < 0 || t_part < 0 || t_trickle < 0)) {
 		if (null_call(busy, xid++) < 0)
 			fail_msg("a connection making a call every 250 ms was closed after %lld ms",
 				 now_ms() - t0);
@@ -1760,20 +1764,141 @@ static void test_idle_connections_closed(void **state)
 			t_idle = now_ms() - t0;
 		if (t_part < 0 && peer_closed(partial))
 			t_part = now_ms() - t0;
+		if (t_trickle < 0 && peer_closed(trickle))
+			t_trickle = now_ms() - t0;
+		else if (t_trickle < 0)
+			(void)send(trickle, "A", 1, MSG_NOSIGNAL);
 		usleep(250 * 1000);
 	}
-	print_message("closed after %lld ms (in the middle of a record), %lld ms (idle)\n", t_part, t_idle);
-	if (t_part < 0 || t_idle < 0)
-		fail_msg("still open after 6 s: %s%s", t_part < 0 ? "the one in the middle of a record " : "",
+	print_message("closed after %lld ms (in the middle of a record), %lld ms (a byte every "
+		      "250 ms), %lld ms (idle)\n", t_part, t_trickle, t_idle);
+	if (t_part < 0 || t_idle < 0 || t_trickle < 0)
+		fail_msg("still open after 6 s: %s%s%s", t_part < 0 ? "the one in the middle of a record " : "",
+			 t_trickle < 0 ? "the one sending a byte every 250 ms " : "",
 			 t_idle < 0 ? "the idle one" : "");
 	if (t_part < 700 || t_part > 2500)
 		fail_msg("the connection in the middle of a record closed after %lld ms, want about 1 s", t_part);
+	if (t_trickle < 700 || t_trickle > 2500)
+		fail_msg("the connection sending a byte every 250 ms closed after %lld ms, want about 1 s",
+			 t_trickle);
 	if (t_idle < 2700 || t_idle > 4500)
 		fail_msg("the idle connection closed after %lld ms, want about 3 s", t_idle);
 	assert_int_equal(null_call(busy, xid++), 0);
 	close(idle);
 	close(partial);
 	close(busy);
+	close(trickle);
+	assert_true(it_server_alive(s));
+	assert_int_equal(it_server_stop(s), 0);
+}
+
+/* read_flood -- on a new raw connection with a receive buffer of rcvbuf
+ * bytes, n READs of 1 MiB of f, its replies not read; the descriptor */
+static int read_flood(struct it_server *s, const struct it_fh *f, uint32_t xid, int n, int rcvbuf)
+{
+	int fd = it_tcp_connect(NULL, 0, s->nfs_port);
+	struct timeval tv = { 2, 0 };
+
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	for (int i = 0; i < n; i++) {
+		it_buf_reset(&call);
+		it_put_call(&call, xid + (uint32_t)i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
+		it_put_fh(&call, f);
+		it_put64(&call, 0);
+		it_put32(&call, 1 << 20);
+		if (it_send_record(fd, &call) < 0)
+			break;		/* the server stopped reading it: fine */
+	}
+	return fd;
+}
+
+/* server_closed -- whether the server's end of the connection fd (to the
+ * server's port) is no longer ESTABLISHED in /proc/net/tcp: the server
+ * closed it (its unsent replies may still be on their way, FIN_WAIT1) */
+static bool server_closed(int fd, int port)
+{
+	struct sockaddr_in me;
+	socklen_t ml = sizeof(me);
+	char line[512];
+	bool closed = true;
+
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&me, &ml), 0);
+	FILE *f = fopen("/proc/net/tcp", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned lport, rport, st;
+		if (sscanf(line, " %*d: %*8x:%x %*8x:%x %x", &lport, &rport, &st) == 3 &&
+		    lport == (unsigned)port && rport == ntohs(me.sin_port))
+			closed = st != 1;	/* TCP_ESTABLISHED */
+	}
+	fclose(f);
+	return closed;
+}
+
+static void test_stalled_reader_closed(void **state)
+{
+	/* --idle-timeout 3: a client that takes none of its replies (30 READs
+	 * of 1 MiB queued, never read) is closed after about 3 s without
+	 * progress; one that takes 64 KiB every 300 ms is not. A connection
+	 * with output pending was never idle before, and the connection
+	 * limit evicts only idle ones: such a client kept its descriptor and
+	 * its queued replies for good. */
+	static const char *const extra[] = { "--idle-timeout", "3", NULL };
+	static char data[1 << 20];
+	static unsigned char junk[65536];
+	struct it_server *s = &own;
+	struct it_fh root_fh, f;
+	struct rpc_context *c;
+	int closed_seen = 0;
+	long long t0;
+
+	it_presto_only();
+	(void)state;
+	own_start(s, extra, &root_fh);
+	it_fill(data, sizeof(data), 9);
+	assert_int_equal(it_write_file(it_path(s, "stall"), data, sizeof(data), 0644), 0);
+	c = it_rpc_connect(s, IT_NFS_PROG, 3);
+	assert_non_null(c);
+	assert_int_equal(it_lookup(c, &root_fh, "stall", &r), NFS3_OK);
+	f = r.fh;
+	it_rpc_close(c);
+	int stalled = read_flood(s, &f, 0x7600, 30, 4096);
+	int slow = read_flood(s, &f, 0x7700, 30, 65536);
+	t0 = now_ms();
+	while (now_ms() - t0 < 8000 && !closed_seen) {
+		/* the slow one takes a little, often enough to count as moving */
+		if (recv(slow, junk, sizeof(junk), MSG_DONTWAIT) == 0)
+			fail_msg("a client taking its replies slowly was closed after %lld ms",
+				 now_ms() - t0);
+		size_t len = 0;
+		char *log = it_read_file(s->log, &len);
+		closed_seen = log && strstr(log, "none of its replies taken");
+		free(log);
+		usleep(300 * 1000);
+	}
+	long long t_closed = now_ms() - t0;
+	print_message("the stalled reader was closed after %lld ms\n", t_closed);
+	if (!closed_seen)
+		fail_msg("a client that takes none of its replies still open after 8 s");
+	if (t_closed < 2500)
+		fail_msg("the stalled reader was closed after %lld ms, want about 3 s", t_closed);
+	/* the server's end of it is closed (its replies left behind may
+	 * still be on their way: this client's window is tiny) */
+	assert_true(server_closed(stalled, s->nfs_port));
+	assert_false(server_closed(slow, s->nfs_port));
+	/* the slow one is still served: more of its replies come */
+	ssize_t more = 0;
+	for (int i = 0; i < 20 && more <= 0; i++) {
+		more = recv(slow, junk, sizeof(junk), MSG_DONTWAIT);
+		if (more == 0)
+			fail_msg("the slow reader was closed");
+		usleep(100 * 1000);
+	}
+	assert_true(more > 0);
+	close(stalled);
+	close(slow);
 	assert_true(it_server_alive(s));
 	assert_int_equal(it_server_stop(s), 0);
 }
@@ -2075,6 +2200,7 @@ int main(void)
 		cmocka_unit_test(test_queued_bound_within_a_read),
 		cmocka_unit_test(test_half_close),
 		cmocka_unit_test(test_idle_connections_closed),
+		cmocka_unit_test(test_stalled_reader_closed),
 		cmocka_unit_test(test_connection_limit),
 		cmocka_unit_test(test_out_of_descriptors),
 		cmocka_unit_test(test_keepalive),
