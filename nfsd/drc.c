@@ -9,6 +9,7 @@
 #include "nfsd/drc.h"
 
 #include <pthread.h>
+#include <sodium.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,26 +66,43 @@ static bool key_eq(const struct drc_key *a, const struct drc_key *b)
 	return memcmp(a, b, sizeof(*a)) == 0;
 }
 
+/* the hash's key: random per run (hash_key_init) */
+static unsigned char hash_key[crypto_shorthash_KEYBYTES];
+static pthread_once_t hash_once = PTHREAD_ONCE_INIT;
+
+static void hash_key_init(void)
+{
+	if (sodium_init() < 0)
+		abort();	/* no random source: nothing would be safe */
+	randombytes_buf(hash_key, sizeof(hash_key));
+}
+
 /*
  * key_hash -- a hash of k (its bucket: the low bits), computed once per call
  * and kept in its entry, where it also spares most key comparisons.
- * It mixes the words that differ between calls (xid, argument sum, and the
+ * It covers the words that differ between calls (xid, argument sum, and the
  * peer's address and port, which lie in the first 28 bytes of any address
  * family's sockaddr; the rest of the key is zero or constant). A byte-wise
  * FNV over the whole 152-byte key, four times per call, was 1.6 us of every
- * CREATE+REMOVE pair on the event loop (perf).
+ * CREATE+REMOVE pair on the event loop (perf). SipHash (libsodium's
+ * crypto_shorthash) with a key of this run: a client that could tell which
+ * calls share a bucket (the xid and the arguments are its own, and the
+ * argument sum is FNV) would put thousands of entries in one chain, walked
+ * under the cache's lock by every client's non-idempotent call.
  */
 static uint32_t key_hash(const struct drc_key *k)
 {
-	uint64_t w[4], h;
+	uint64_t w[6];
+	unsigned char out[crypto_shorthash_BYTES];
+	uint32_t h;
 
-	memcpy(w, &k->addr, sizeof(w));
-	h = k->sum ^ ((uint64_t)k->xid << 32 | k->proc);
-	for (unsigned i = 0; i < 4; i++) {
-		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
-		h ^= h >> 29;
-	}
-	return (uint32_t)h;
+	pthread_once(&hash_once, hash_key_init);
+	w[0] = k->sum;
+	w[1] = (uint64_t)k->xid << 32 | k->proc;
+	memcpy(w + 2, &k->addr, 4 * sizeof(w[0]));
+	crypto_shorthash(out, (const unsigned char *)w, sizeof(w), hash_key);
+	memcpy(&h, out, sizeof(h));
+	return h;
 }
 
 #define BUCKET(h) ((h) % DRC_BUCKETS)
