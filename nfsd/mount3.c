@@ -228,20 +228,39 @@ out:
 	return st;
 }
 
+/* printable -- s for a log line: bytes outside printable ASCII, and the
+ * backslash, as \xHH (a client's path must not forge log lines), cut at
+ * n - 1 bytes of output */
+static const char *printable(const char *s, char *out, size_t n)
+{
+	size_t k = 0;
+
+	for (; *s && k + 5 < n; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch < 0x20 || ch >= 0x7f || ch == '\\')
+			k += (size_t)snprintf(out + k, n - k, "\\x%02x", ch);
+		else
+			out[k++] = (char)ch;
+	}
+	out[k] = '\0';
+	return out;
+}
+
 static void mnt_mnt(struct call *c, void *a, void *r)
 {
 	dirpath *path = a;
 	mountres3 *res = r;
 	const struct xexport *xe;
 	struct fh fh;
-	char host[64];
+	char host[64], shown[512];
 	static long tok;
 
 	res->fhs_status = mnt_lookup(c, *path, &xe, &fh);
 	peer_host(c, host, sizeof(host));
 	if (res->fhs_status != MNT3_OK) {
 		if (log_ratelimited(&tok))
-			log_info("MNT %s from %s refused (status %d)", *path, host, res->fhs_status);
+			log_info("MNT %s from %s refused (status %d)", printable(*path, shown, sizeof(shown)),
+				 host, res->fhs_status);
 		return;
 	}
 	mountres3_ok *ok = &res->mountres3_u.mountinfo;

@@ -879,6 +879,8 @@ static bool conn_paused_locked(struct rpc_conn *c)
  * paused (the caller goes on), -1 out of memory. */
 static int conn_hold(struct rpc_conn *c, const uint8_t *p, size_t n)
 {
+	if (c->held)
+		return -1;	/* never: the socket is not read while input is held */
 	uint8_t *b = malloc(n);
 	if (!b)
 		return -1;
@@ -1313,10 +1315,20 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 				if (evs[i].events & (EPOLLOUT | EPOLLERR | EPOLLHUP))
 					conn_writable(c);
 				if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+					/* with input held (paused) the socket is not
+					 * read, or the stream would be parsed out of
+					 * order and the held bytes lost: an error or
+					 * hang-up then (they come unasked) means
+					 * nothing can go out, so it closes */
 					pthread_mutex_lock(&c->lock);
 					bool open = !c->closed;
+					if (open && c->held_len && (evs[i].events & (EPOLLERR | EPOLLHUP))) {
+						conn_close_locked(c);
+						open = false;
+					}
+					bool held = c->held_len != 0;
 					pthread_mutex_unlock(&c->lock);
-					if (open)
+					if (open && !held)
 						conn_readable(c);
 				}
 				break;

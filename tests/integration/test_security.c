@@ -771,6 +771,38 @@ static void test_rpc_bad_procedure(void **state)
 	assert_alive();
 }
 
+static void test_mnt_path_logged_escaped(void **state)
+{
+	/* a refused MNT's path is logged with its control bytes escaped: a
+	 * newline in it must not start a forged line of the server's log */
+	static const char path[] = "/no/such\npresto-nfsd: forged line";
+	struct it_reply rep;
+	size_t len = 0;
+
+	it_presto_only();
+	(void)state;
+	bool escaped = false, forged = false;
+	/* the refusal is logged once a second: again after a second if an
+	 * earlier refusal took this one's turn */
+	for (int i = 0; i < 3 && !escaped && !forged; i++) {
+		if (i)
+			usleep(1100 * 1000);
+		it_buf_reset(&call);
+		it_put_call(&call, 0x3311 + (uint32_t)i, 2, MOUNT_PROG, 3, 1, IT_AUTH_SYS, 0, 0);
+		it_put_string(&call, path);
+		assert_int_equal(it_raw_call(srv.mount_port, NULL, 0, &call, &reply, &rep), 0);
+		assert_int_equal(rep.accept_stat, SUCCESS);
+		char *log = it_read_file(srv.log, &len);
+		assert_non_null(log);
+		escaped = strstr(log, "/no/such\\x0apresto-nfsd: forged line") != NULL;
+		forged = strstr(log, "\npresto-nfsd: forged line") != NULL;
+		free(log);
+	}
+	if (forged || !escaped)
+		fail_msg("the refused MNT's path was logged %s", forged ? "raw: a forged line" : "not at all");
+	assert_alive();
+}
+
 static void test_rpc_version_mismatch(void **state)
 {
 	struct it_reply rep;
@@ -1903,6 +1935,61 @@ static void test_stalled_reader_closed(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+static void test_reset_while_input_held(void **state)
+{
+	/* 100 READs of 1 MiB in one write: the server answers until its
+	 * queue for this client is full and holds the rest of the read; more
+	 * calls follow, then the client resets the connection (RST). The
+	 * server used to read the socket on the error all the same: the later
+	 * bytes parsed before the held ones, and the held buffer lost (a leak
+	 * that the sanitizer build reports at the server's exit). It closes
+	 * the connection and serves on. */
+	static char data[1 << 20];
+	static struct it_buf all;
+	struct it_server *s = &own;
+	struct it_fh root_fh, f;
+	struct rpc_context *c;
+
+	it_presto_only();
+	(void)state;
+	own_start(s, NULL, &root_fh);
+	it_fill(data, sizeof(data), 10);
+	assert_int_equal(it_write_file(it_path(s, "held"), data, sizeof(data), 0644), 0);
+	c = it_rpc_connect(s, IT_NFS_PROG, 3);
+	assert_non_null(c);
+	assert_int_equal(it_lookup(c, &root_fh, "held", &r), NFS3_OK);
+	f = r.fh;
+	it_rpc_close(c);
+	for (int round = 0; round < 3; round++) {
+		int fd = it_tcp_connect(NULL, 0, s->nfs_port);
+		int small = 4096;
+		struct timeval tv = { 2, 0 };
+		struct linger lg = { 1, 0 };
+
+		assert_true(fd >= 0);
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		for (int part = 0; part < 2; part++) {
+			it_buf_reset(&all);
+			for (uint32_t i = 0; i < 100; i++) {
+				it_buf_reset(&call);
+				it_put_call(&call, 0x7800 + i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
+				it_put_fh(&call, &f);
+				it_put64(&call, 0);
+				it_put32(&call, 1 << 20);
+				put_record(&all, &call);
+			}
+			(void)it_send_all(fd, all.b, all.len);
+			usleep(200 * 1000);	/* the server reads, answers, holds */
+		}
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fd);		/* RST */
+		usleep(100 * 1000);
+	}
+	assert_true(it_server_alive(s));
+	assert_int_equal(it_server_stop(s), 0);
+}
+
 static void test_connection_limit(void **state)
 {
 	/* --max-connections 4: a fifth and a sixth connection close the two
@@ -2183,6 +2270,7 @@ int main(void)
 		cmocka_unit_test(test_rpc_wrong_program),
 		cmocka_unit_test(test_rpc_wrong_version),
 		cmocka_unit_test(test_rpc_bad_procedure),
+		cmocka_unit_test(test_mnt_path_logged_escaped),
 		cmocka_unit_test(test_rpc_version_mismatch),
 		cmocka_unit_test(test_rpc_bad_auth),
 		cmocka_unit_test(test_rpc_garbage_args),
@@ -2201,6 +2289,7 @@ int main(void)
 		cmocka_unit_test(test_half_close),
 		cmocka_unit_test(test_idle_connections_closed),
 		cmocka_unit_test(test_stalled_reader_closed),
+		cmocka_unit_test(test_reset_while_input_held),
 		cmocka_unit_test(test_connection_limit),
 		cmocka_unit_test(test_out_of_descriptors),
 		cmocka_unit_test(test_keepalive),
