@@ -1002,10 +1002,11 @@ int nvlog_append_nowait(struct nvlog *log, uint16_t type, const struct iovec *io
 
 	if (type == 0 || type > NVLOG_TYPE_USER_MAX || iovcnt < 0 || (iovcnt && !iov))
 		return -EINVAL;
-	for (int i = 0; i < iovcnt; i++)
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > log->max_payload - len)
+			return -EINVAL;	/* also a sum that would wrap */
 		len += iov[i].iov_len;
-	if (len > log->max_payload)
-		return -EINVAL;
+	}
 	uint64_t size = nvlog_rec_size(log->align, len);
 	if ((rc = nvlog_reserve(log, size, len, &l, &pos, &rec_pos, &end, &dlsn)))
 		return rc;

@@ -869,6 +869,9 @@ static void test_length_bounds(void **state)
 	assert_int_equal(nvlog_append(log, 1, &iov, 1, &lsn), 0);
 	assert_int_equal(nvlog_append(log, 0, &iov, 1, &lsn), -EINVAL);
 	assert_int_equal(nvlog_append(log, NVLOG_TYPE_PAD, &iov, 1, &lsn), -EINVAL);
+	/* and runs whose lengths add up past 2^64 to a small sum */
+	struct iovec wrap[2] = { { big, SIZE_MAX }, { big, 2 } };
+	assert_int_equal(nvlog_append(log, 1, wrap, 2, &lsn), -EINVAL);
 	free(big);
 	nvlog_close(log, true);
 }
