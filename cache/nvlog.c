@@ -376,6 +376,29 @@ static int nvlog_lock(const char *path, bool create, int *fdp)
 	return 0;
 }
 
+/* nvlog_sync_parent -- make a new log file's directory entry durable: a
+ * log formatted but lost with its name at a power cut would be formatted
+ * afresh at the next start, its records with it */
+static int nvlog_sync_parent(const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (n >= sizeof(dir))
+		return -ENAMETOOLONG;
+	if (slash && n == 0)
+		n = 1;		/* the root directory */
+	memcpy(dir, slash ? path : ".", slash ? n : 1);
+	dir[slash ? n : 1] = '\0';
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int rc = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	return rc;
+}
+
 int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 {
 	unsigned flags = o ? o->flags : 0;
@@ -481,6 +504,8 @@ int nvlog_format(const char *path, size_t size, const struct nvlog_opts *o)
 		pmem_persist(base, sizeof(sb));
 	else
 		rc = pmem_msync(base, sizeof(sb)) ? -errno : 0;
+	if (rc == 0 && created)
+		rc = nvlog_sync_parent(path);
 out:
 	pmem_unmap(base, mlen);
 	close(lfd);
