@@ -2202,6 +2202,18 @@ static bool export_mark_ok(const struct xexport *xe)
 				  "(is it mounted?); its records are not replayed",
 				  xe->e->path, P.conf.state_dir);
 		}
+	} else {
+		/* none remembered (the state file lost, or never written):
+		 * at least a mark of this appliance's, which the directory an
+		 * unmounted filesystem leaves behind does not carry; without
+		 * one every record there would read as "removed later" */
+		static long tok;
+		ok = fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, cur, sizeof(cur)) == sizeof(cur);
+		if (!ok && log_ratelimited(&tok))
+			log_warnx("export %s: no mark remembered for it (%s/export-marks) and its root "
+				  "carries none: not known to be the filesystem the log's records were "
+				  "written for (is it mounted?); its records are not replayed",
+				  xe->e->path, P.conf.state_dir);
 	}
 	pthread_mutex_unlock(&M.lock);
 	return ok;

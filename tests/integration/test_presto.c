@@ -857,6 +857,46 @@ static void test_stamps_after_a_failed_record(void **state)
 	assert_int_equal(access(cmd, F_OK), 0);
 }
 
+/* lose_marks_and_mount -- STATE_DIR/export-marks lost, and the export's
+ * root a directory without a mark (as an unmounted filesystem leaves its
+ * mount point), the file's data with it */
+static void lose_marks_and_mount(struct it_server *s)
+{
+	char p[700];
+
+	snprintf(p, sizeof(p), "%s/state/export-marks", s->dir);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(getxattr(it_path(s, "."), MARK_XATTR, saved_mark, sizeof(saved_mark)),
+			 sizeof(saved_mark));
+	assert_int_equal(removexattr(it_path(s, "."), MARK_XATTR), 0);
+	assert_int_equal(truncate(it_path(s, "kept"), 0), 0);
+}
+
+static void test_replay_without_remembered_marks(void **state)
+{
+	/* with no mark remembered (the state file lost), an export whose root
+	 * carries no mark of this appliance is not taken for the filesystem
+	 * the records were written for: the start fails and says why (every
+	 * record there used to read as "removed later", to be trimmed); with
+	 * the filesystem back (its root marked) the replay restores the data */
+	size_t len;
+	char *p;
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	write_kept("kept", 95, -1);
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, lose_marks_and_mount), -1);
+	if (!log_says(&srv, "no mark remembered for it"))
+		fail_msg("presto-nfsd did not say why it refused to start");
+	p = it_read_file(it_path(&srv, "kept"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 0);	/* nothing replayed there */
+	free(p);
+	it_server_restart_after(&srv, SIGKILL, restore_mark);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	expect_kept("kept", "the replay onto the marked root did not restore it");
+}
+
 static void test_replay_refuses_other_filesystem(void **state)
 {
 	/* records for an export whose root is not the one they were written
@@ -3366,6 +3406,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_write_wcc_taken_under_the_stripe, test_teardown),
 		cmocka_unit_test_teardown(test_create_cannot_truncate_a_mount, mount_teardown),
 		cmocka_unit_test_teardown(test_replay_refuses_other_filesystem, test_teardown),
+		cmocka_unit_test_teardown(test_replay_without_remembered_marks, test_teardown),
 		cmocka_unit_test_teardown(test_stamps_after_a_failed_record, second_fs_teardown),
 		cmocka_unit_test_teardown(test_reload_keeps_marks, test_teardown),
 		cmocka_unit_test_teardown(test_second_server_is_refused, test_teardown),
