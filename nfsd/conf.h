@@ -20,6 +20,8 @@ struct nfsd_conf {
 	bool rpcbind;
 	unsigned threads;
 	unsigned max_connections;	/* 0: from the descriptor limit */
+	unsigned long long reply_memory;	/* bytes of replies queued, all
+						 * connections (0: no bound) */
 	unsigned idle_timeout;		/* seconds; 0: never */
 	unsigned record_timeout;	/* seconds; 0: never */
 	bool foreground;

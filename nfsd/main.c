@@ -47,7 +47,7 @@ static void usage(FILE *f)
 		"                   [--foreground] [--debug] [--nvram PATH] [--nvram-size SIZE]\n"
 		"                   [--replay=auto|always|force] [--no-destage] [--control PATH]\n"
 		"                   [--max-connections N] [--idle-timeout SECS]\n"
-		"                   [--record-timeout SECS]\n"
+		"                   [--record-timeout SECS] [--reply-memory SIZE]\n"
 		"\n"
 		"  -c, --config FILE   read settings from FILE (see etc/presto.conf)\n"
 		"  --exports FILE      exports in knfsd exports(5) syntax\n"
@@ -63,6 +63,9 @@ static void usage(FILE *f)
 		"  --idle-timeout SECS close a connection idle this long (0: never)\n"
 		"  --record-timeout SECS  close one stalled in the middle of a record\n"
 		"                      this long (0: never)\n"
+		"  --reply-memory SIZE replies queued for clients that do not take them,\n"
+		"                      all connections (512M; 0: no bound): over it, one\n"
+		"                      holding 4 MiB or more of them is closed\n"
 		"  -F, --foreground    stay in the foreground, log to stderr\n"
 		"  --debug             verbose logging\n"
 		"  --nvram PATH        the NVRAM log (formatted at first use): presto on for\n"
@@ -215,7 +218,7 @@ static int write_ports(const char *dir, unsigned nfs, unsigned mnt)
 int main(int argc, char **argv)
 {
 	enum { O_EXPORTS = 256, O_STATE, O_BIND, O_NFSPORT, O_MNTPORT, O_NORPCB, O_THREADS, O_DEBUG,
-	       O_NVRAM, O_NVSIZE, O_REPLAY, O_NODESTAGE, O_CONTROL, O_IDLE, O_RECTIMEO,
+	       O_NVRAM, O_NVSIZE, O_REPLAY, O_NODESTAGE, O_CONTROL, O_IDLE, O_RECTIMEO, O_REPLYMEM,
 	       O_MAXCONN };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -236,6 +239,7 @@ int main(int argc, char **argv)
 		{ "max-connections", required_argument, NULL, O_MAXCONN },
 		{ "idle-timeout", required_argument, NULL, O_IDLE },
 		{ "record-timeout", required_argument, NULL, O_RECTIMEO },
+		{ "reply-memory", required_argument, NULL, O_REPLYMEM },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -333,6 +337,9 @@ int main(int argc, char **argv)
 			break;
 		case O_RECTIMEO:
 			key = "record_timeout";
+			break;
+		case O_REPLYMEM:
+			key = "reply_memory";
 			break;
 		case 'h':
 			usage(stdout);
@@ -460,6 +467,7 @@ int main(int argc, char **argv)
 		.max_conns = max_conns,
 		.idle_timeout_s = conf.idle_timeout,
 		.record_timeout_s = conf.record_timeout,
+		.reply_memory = conf.reply_memory > SIZE_MAX ? SIZE_MAX : (size_t)conf.reply_memory,
 	});
 	for (unsigned i = 0; i < conf.nbind; i++) {
 		if (i > 0) {

@@ -159,6 +159,8 @@ static struct {
 	struct rpc_conn *open;		/* loop thread only: the loop's references */
 	int nconns;			/* atomic: connections not closed */
 	unsigned max_conns;		/* over it, accept closes an idle one (0: none) */
+	size_t reply_memory;		/* queued replies, all connections (0: no bound) */
+	size_t queued_total;		/* atomic: the sum of every connection's out_bytes */
 	/* a descriptor kept open (/dev/null) to take and close a pending
 	 * connection with when out of descriptors (loop thread) */
 	int spare_fd;
@@ -400,6 +402,9 @@ static void conn_close_locked(struct rpc_conn *c)
 		return;
 	c->closed = true;
 	__atomic_sub_fetch(&R.nconns, 1, __ATOMIC_RELAXED);
+	/* its queue is not sent any more (conn_put frees it) */
+	__atomic_sub_fetch(&R.queued_total, c->out_bytes, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->out_bytes, 0, __ATOMIC_RELAXED);
 	epoll_ctl(R.epfd, EPOLL_CTL_DEL, c->ep.fd, NULL);
 	if (on_loop_thread) {
 		/* the loop thread is the only one that uses the descriptor
@@ -475,6 +480,7 @@ static int conn_flush_locked(struct rpc_conn *c)
 		c->out_sent += (size_t)n;
 		/* writers hold c->lock; conn_input reads it without */
 		__atomic_store_n(&c->out_bytes, c->out_bytes - (size_t)n, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&R.queued_total, (size_t)n, __ATOMIC_RELAXED);
 		while (c->out_head && left >= c->out_head->len - c->out_head->off) {
 			struct outbuf *o = c->out_head;
 			left -= o->len - o->off;
@@ -575,6 +581,25 @@ void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len)
 			goto out;
 		}
 	}
+	/* the server's memory for replies its clients have not taken: over
+	 * reply_memory, a connection that holds its own share (RPC_MAX_QUEUED
+	 * or more) is closed rather than given more; the client retransmits
+	 * on a new connection (a READ's replies could queue up to
+	 * RPC_MAX_INFLIGHT MiB per connection: its calls run on workers,
+	 * past the loop's check of the queue before it takes a call) */
+	if (R.reply_memory && c->out_bytes >= RPC_MAX_QUEUED &&
+	    __atomic_load_n(&R.queued_total, __ATOMIC_RELAXED) + (len - off) > R.reply_memory) {
+		static long tok;
+		char a[INET6_ADDRSTRLEN];
+		if (log_ratelimited(&tok))
+			log_warnx("closing connection from %s: %zu bytes of its replies not taken, "
+				  "and all connections' over reply_memory (%zu)",
+				  addr_to_string((const struct sockaddr *)&c->peer, a, sizeof(a)),
+				  c->out_bytes, R.reply_memory);
+		conn_close_locked(c);
+		free(rec);
+		goto out;
+	}
 	struct outbuf *o = malloc(sizeof(*o));
 	if (!o) {
 		/* Cannot queue: the stream would lose a record; close it so the
@@ -585,6 +610,7 @@ void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len)
 	}
 	*o = (struct outbuf){ NULL, rec, len, off };
 	__atomic_store_n(&c->out_bytes, c->out_bytes + (len - off), __ATOMIC_RELAXED);
+	__atomic_add_fetch(&R.queued_total, len - off, __ATOMIC_RELAXED);
 	if (c->out_tail)
 		c->out_tail->next = o;
 	else
@@ -1260,6 +1286,7 @@ void rpc_set_limits(const struct rpc_limits *l)
 	shortest = R.idle_ns && R.record_ns ? (R.idle_ns < R.record_ns ? R.idle_ns : R.record_ns)
 					    : R.idle_ns | R.record_ns;
 	R.max_conns = l->max_conns;
+	R.reply_memory = l->reply_memory;
 	R.sweep_ns = shortest / 4;
 	if (R.sweep_ns && R.sweep_ns < RPC_SWEEP_MIN_NS)
 		R.sweep_ns = RPC_SWEEP_MIN_NS;

@@ -14,6 +14,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -1935,6 +1936,68 @@ static void test_stalled_reader_closed(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+static void test_reply_memory_bound(void **state)
+{
+	/* --reply-memory 8M: READs that the page cache cannot serve run on
+	 * workers, past the loop's check of a connection's queue before it
+	 * takes a call, so a client taking none of its replies could have up
+	 * to 256 of 1 MiB queued (here 24). It is closed once it holds 4 MiB of them and
+	 * all connections' are over 8 MiB; the server serves on. */
+	static const char *const extra[] = { "--reply-memory", "8M", NULL };
+	struct it_server *s = &own;
+	struct it_fh root_fh, f;
+	struct rpc_context *c;
+	int closed = 0;
+
+	it_presto_only();
+	(void)state;
+	own_start(s, extra, &root_fh);
+	/* 24 MiB of data 4 MiB apart, none of it in the page cache: every
+	 * READ goes to a worker (read-ahead does not reach the next; a hole
+	 * would be read at once, without I/O) */
+	static char data[1 << 20];
+	it_fill(data, sizeof(data), 11);
+	int lfd = open(it_path(s, "cold"), O_CREAT | O_WRONLY, 0644);
+	assert_true(lfd >= 0);
+	for (int i = 0; i < 24; i++)
+		assert_int_equal(pwrite(lfd, data, sizeof(data), (off_t)i << 22), (ssize_t)sizeof(data));
+	assert_int_equal(fsync(lfd), 0);
+	assert_int_equal(posix_fadvise(lfd, 0, 0, POSIX_FADV_DONTNEED), 0);
+	close(lfd);
+	c = it_rpc_connect(s, IT_NFS_PROG, 3);
+	assert_non_null(c);
+	assert_int_equal(it_lookup(c, &root_fh, "cold", &r), NFS3_OK);
+	f = r.fh;
+	it_rpc_close(c);
+	int fd = it_tcp_connect(NULL, 0, s->nfs_port);
+	int small = 4096;
+	struct timeval tv = { 2, 0 };
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	for (uint32_t i = 0; i < 24; i++) {
+		it_buf_reset(&call);
+		it_put_call(&call, 0x7900 + i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
+		it_put_fh(&call, &f);
+		it_put64(&call, (uint64_t)i << 22);
+		it_put32(&call, 1 << 20);
+		if (it_send_record(fd, &call) < 0)
+			break;
+	}
+	for (int i = 0; i < 50 && !closed; i++) {
+		size_t len = 0;
+		char *log = it_read_file(s->log, &len);
+		closed = log && strstr(log, "over reply_memory") && server_closed(fd, s->nfs_port);
+		free(log);
+		usleep(100 * 1000);
+	}
+	if (!closed)
+		fail_msg("a client holding the replies of 24 READs of 1 MiB was not closed at 8 MiB");
+	close(fd);
+	assert_true(it_server_alive(s));
+	assert_int_equal(it_server_stop(s), 0);
+}
+
 static void test_reset_while_input_held(void **state)
 {
 	/* 100 READs of 1 MiB in one write: the server answers until its
@@ -2290,6 +2353,7 @@ int main(void)
 		cmocka_unit_test(test_idle_connections_closed),
 		cmocka_unit_test(test_stalled_reader_closed),
 		cmocka_unit_test(test_reset_while_input_held),
+		cmocka_unit_test(test_reply_memory_bound),
 		cmocka_unit_test(test_connection_limit),
 		cmocka_unit_test(test_out_of_descriptors),
 		cmocka_unit_test(test_keepalive),

@@ -75,6 +75,7 @@ static void check_defaults(const struct nfsd_conf *c)
 	assert_int_equal(c->max_connections, 0);
 	assert_int_equal(c->idle_timeout, 360);
 	assert_int_equal(c->record_timeout, 30);
+	assert_int_equal(c->reply_memory, 512ull << 20);
 	assert_false(c->foreground);
 	assert_false(c->debug);
 	assert_string_equal(c->nvram, "");
@@ -159,6 +160,7 @@ static void test_every_key(void **state)
 			      "max_connections = 16777216\n"
 			      "idle_timeout = 0\n"
 			      "record_timeout = 86400\n"
+			      "reply_memory = 2G\n"
 			      "foreground = yes\n"
 			      "debug = on\n"
 			      "nvram = /dev/shm/presto.log\n"
@@ -182,6 +184,7 @@ static void test_every_key(void **state)
 	assert_int_equal(c.max_connections, 16777216);
 	assert_int_equal(c.idle_timeout, 0);
 	assert_int_equal(c.record_timeout, 86400);
+	assert_int_equal(c.reply_memory, 2ull << 30);
 	assert_true(c.foreground);
 	assert_true(c.debug);
 	assert_string_equal(c.nvram, "/dev/shm/presto.log");
@@ -192,6 +195,11 @@ static void test_every_key(void **state)
 	assert_int_equal(c.high_water_pct, 95);
 	assert_int_equal(c.full_wait_ms, 1);
 	assert_string_equal(c.control, "/run/presto.sock");
+
+	/* reply_memory: 0 is no bound; a size under 8M is refused */
+	assert_int_equal(load(&c, "reply_memory = 0\n"), 0);
+	assert_int_equal(c.reply_memory, 0);
+	assert_int_equal(load(&c, "reply_memory = 1M\n"), -EINVAL);
 
 	/* and back: "replay = auto", empty strings */
 	assert_int_equal(load(&c, "replay = always\nreplay = auto\nnvram =\ncontrol =\n"), 0);
