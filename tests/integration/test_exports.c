@@ -495,6 +495,17 @@ static void test_two_exports(void **state)
 	it_rpc_close(rpc);
 }
 
+/* dotdot_entry -- READDIRPLUS of dir (into r); its ".." entry */
+static const struct it_dirent *dotdot_entry(struct rpc_context *rpc, const struct it_fh *dir)
+{
+	assert_int_equal(it_readdir_all(rpc, dir, 1, 8192, &r, NULL), NFS3_OK);
+	for (size_t i = 0; i < r.nents; i++)
+		if (!strcmp(r.ents[i].name, ".."))
+			return &r.ents[i];
+	fail_msg("READDIRPLUS gave no \"..\"");
+	return NULL;
+}
+
 /* dotdot_refused -- LOOKUP ".." of dir is refused and READDIRPLUS of dir
  * gives its ".." neither attributes nor a handle */
 static void dotdot_refused(struct rpc_context *rpc, const struct it_fh *dir, const char *why)
@@ -503,16 +514,9 @@ static void dotdot_refused(struct rpc_context *rpc, const struct it_fh *dir, con
 	if (st == NFS3_OK)
 		fail_msg("%s: LOOKUP \"..\" gave a handle outside the export", why);
 	assert_int_equal(st, NFS3ERR_ACCES);
-	assert_int_equal(it_readdir_all(rpc, dir, 1, 8192, &r, NULL), NFS3_OK);
-	bool seen = false;
-	for (size_t i = 0; i < r.nents; i++) {
-		if (strcmp(r.ents[i].name, ".."))
-			continue;
-		seen = true;
-		if (r.ents[i].has_fh || r.ents[i].has_attr)
-			fail_msg("%s: READDIRPLUS gave \"..\" a handle or attributes", why);
-	}
-	assert_true(seen);
+	const struct it_dirent *e = dotdot_entry(rpc, dir);
+	if (e->has_fh || e->has_attr)
+		fail_msg("%s: READDIRPLUS gave \"..\" a handle or attributes", why);
 }
 
 /* dotdot_is -- LOOKUP ".." of dir and READDIRPLUS's ".." entry of dir both
@@ -524,18 +528,11 @@ static void dotdot_is(struct rpc_context *rpc, const struct it_fh *dir, const st
 	assert_int_equal(r.attr.fileid, ino);
 	assert_int_equal(r.fh.len, parent->len);
 	assert_memory_equal(r.fh.data, parent->data, parent->len);
-	assert_int_equal(it_readdir_all(rpc, dir, 1, 8192, &r, NULL), NFS3_OK);
-	bool seen = false;
-	for (size_t i = 0; i < r.nents; i++) {
-		if (strcmp(r.ents[i].name, ".."))
-			continue;
-		seen = true;
-		assert_true(r.ents[i].has_attr && r.ents[i].has_fh);
-		assert_int_equal(r.ents[i].attr.fileid, ino);
-		assert_int_equal(r.ents[i].fh.len, parent->len);
-		assert_memory_equal(r.ents[i].fh.data, parent->data, parent->len);
-	}
-	assert_true(seen);
+	const struct it_dirent *e = dotdot_entry(rpc, dir);
+	assert_true(e->has_attr && e->has_fh);
+	assert_int_equal(e->attr.fileid, ino);
+	assert_int_equal(e->fh.len, parent->len);
+	assert_memory_equal(e->fh.data, parent->data, parent->len);
 }
 
 static void test_dotdot_of_a_directory_moved_out(void **state)

@@ -772,17 +772,24 @@ static void write_kept(const char *name, uint32_t seed, int mode)
 	it_rpc_close(rpc);
 }
 
+/* umount_teardown -- a test's own mount at mnt (if any) goes, then
+ * test_teardown */
+static int umount_teardown(char *mnt, void **state)
+{
+	if (mnt[0]) {
+		umount2(mnt, MNT_DETACH);
+		mnt[0] = '\0';
+	}
+	return test_teardown(state);
+}
+
 /* second_fs: the directory "tb" beside the export, a tmpfs exported too
  * (test_stamps_after_a_failed_record) */
 static char second_fs[600];
 
 static int second_fs_teardown(void **state)
 {
-	if (second_fs[0]) {
-		umount2(second_fs, MNT_DETACH);
-		second_fs[0] = '\0';
-	}
-	return test_teardown(state);
+	return umount_teardown(second_fs, state);
 }
 
 /* fail_first_fs -- the export's records cannot be replayed (swap_mark),
@@ -872,6 +879,31 @@ static void lose_marks_and_mount(struct it_server *s)
 	assert_int_equal(truncate(it_path(s, "kept"), 0), 0);
 }
 
+/* refused_then_replayed -- "kept" written (its data from seed) with every
+ * record kept; a restart after hook, which loses the file's data and makes
+ * the export's filesystem look like another, refuses to start and says
+ * why, replaying nothing there; the next, after restore, replays it */
+static void refused_then_replayed(uint32_t seed, void (*hook)(struct it_server *), const char *says)
+{
+	size_t len;
+	char *p;
+
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	write_kept("kept", seed, -1);
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, hook), -1);
+	assert_false(it_server_running(&srv));
+	if (!log_says(&srv, says))
+		fail_msg("presto-nfsd did not say why it refused to start");
+	assert_true(state_has(&srv, "replay-pending"));
+	p = it_read_file(it_path(&srv, "kept"), &len);
+	assert_non_null(p);
+	assert_int_equal(len, 0);	/* nothing went onto the wrong filesystem */
+	free(p);
+	it_server_restart_after(&srv, SIGKILL, restore_mark);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	expect_kept("kept", "the replay on the right filesystem did not restore it");
+}
+
 static void test_replay_without_remembered_marks(void **state)
 {
 	/* with no mark remembered (the state file lost), an export whose root
@@ -879,22 +911,8 @@ static void test_replay_without_remembered_marks(void **state)
 	 * the records were written for: the start fails and says why (every
 	 * record there used to read as "removed later", to be trimmed); with
 	 * the filesystem back (its root marked) the replay restores the data */
-	size_t len;
-	char *p;
-
 	(void)state;
-	start_logged(EXPORT_RW, replay_always_no_destage);
-	write_kept("kept", 95, -1);
-	assert_int_equal(it_server_restart_after(&srv, SIGKILL, lose_marks_and_mount), -1);
-	if (!log_says(&srv, "no mark remembered for it"))
-		fail_msg("presto-nfsd did not say why it refused to start");
-	p = it_read_file(it_path(&srv, "kept"), &len);
-	assert_non_null(p);
-	assert_int_equal(len, 0);	/* nothing replayed there */
-	free(p);
-	it_server_restart_after(&srv, SIGKILL, restore_mark);	/* -1: the last one died */
-	assert_true(it_server_running(&srv));
-	expect_kept("kept", "the replay onto the marked root did not restore it");
+	refused_then_replayed(95, lose_marks_and_mount, "no mark remembered for it");
 }
 
 static void test_replay_refuses_other_filesystem(void **state)
@@ -907,22 +925,7 @@ static void test_replay_refuses_other_filesystem(void **state)
 	char *p;
 
 	(void)state;
-	start_logged(EXPORT_RW, replay_always_no_destage);
-	write_kept("kept", 77, -1);
-
-	assert_int_equal(it_server_restart_after(&srv, SIGKILL, swap_mark), -1);
-	assert_false(it_server_running(&srv));
-	if (!log_says(&srv, "could not be replayed"))
-		fail_msg("presto-nfsd did not say why it refused to start");
-	assert_true(state_has(&srv, "replay-pending"));
-	p = it_read_file(it_path(&srv, "kept"), &len);
-	assert_non_null(p);
-	assert_int_equal(len, 0);	/* nothing went onto the wrong filesystem */
-	free(p);
-
-	it_server_restart_after(&srv, SIGKILL, restore_mark);	/* -1: the last one died */
-	assert_true(it_server_running(&srv));
-	expect_kept("kept", "the replay on the right filesystem did not restore it");
+	refused_then_replayed(77, swap_mark, "could not be replayed");
 
 	write_kept("forced", 77, -1);	/* the same data as "kept" */
 	it_presto_extra[0] = "--replay=force";
@@ -1023,11 +1026,7 @@ static char dropped_mnt[160];
 
 static int drop_teardown(void **state)
 {
-	if (dropped_mnt[0]) {
-		umount2(dropped_mnt, MNT_DETACH);
-		dropped_mnt[0] = '\0';
-	}
-	return test_teardown(state);
+	return umount_teardown(dropped_mnt, state);
 }
 
 /* both_exports -- the export and "b", both read-write */

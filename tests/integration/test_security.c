@@ -36,6 +36,16 @@ static struct it_fh root;
 static struct it_res r;
 static struct it_buf call, reply;
 
+/* put_read -- into b, a READ call (AUTH_SYS) of count bytes at off of f */
+static void put_read(struct it_buf *b, uint32_t xid, const struct it_fh *f, uint64_t off, uint32_t count)
+{
+	it_buf_reset(b);
+	it_put_call(b, xid, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
+	it_put_fh(b, f);
+	it_put64(b, off);
+	it_put32(b, count);
+}
+
 /* RPC accept_stat / reject_stat values (RFC 5531 section 9) come from
  * <nfsc/libnfs-zdr.h>: SUCCESS, PROG_UNAVAIL, ..., MSG_DENIED, AUTH_ERROR */
 
@@ -1238,11 +1248,7 @@ static void test_client_vanishes(void **state)
 
 		assert_true(fd >= 0);
 		for (uint32_t i = 0; i < 100; i++) {
-			it_buf_reset(&call);
-			it_put_call(&call, 0x3c00 + i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
-			it_put_fh(&call, &f);
-			it_put64(&call, 0);
-			it_put32(&call, 65536);
+			put_read(&call, 0x3c00 + i, &f, 0, 65536);
 			if (it_send_record(fd, &call) < 0)
 				break;
 		}
@@ -1294,11 +1300,7 @@ static void test_slow_reader(void **state)
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	}
 	for (uint32_t i = 0; i < 400; i++) {
-		it_buf_reset(&call);
-		it_put_call(&call, 0x3d00 + i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
-		it_put_fh(&call, &f);
-		it_put64(&call, 0);
-		it_put32(&call, 1 << 20);
+		put_read(&call, 0x3d00 + i, &f, 0, 1 << 20);
 		if (it_send_record(fd, &call) < 0)
 			break;		/* the server stopped reading us: fine */
 	}
@@ -1628,11 +1630,7 @@ static void test_queued_bound_within_a_read(void **state)
 	assert_int_equal(it_read(rpc, &f, 0, 1 << 20, &r), NFS3_OK);
 	it_buf_reset(&all);
 	for (uint32_t i = 0; i < 200; i++) {
-		it_buf_reset(&call);
-		it_put_call(&call, 0x3e00 + i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
-		it_put_fh(&call, &f);
-		it_put64(&call, 0);
-		it_put32(&call, 1 << 20);
+		put_read(&call, 0x3e00 + i, &f, 0, 1 << 20);
 		put_record(&all, &call);
 	}
 	assert_true(all.len < 65536);
@@ -1825,6 +1823,23 @@ static void test_idle_connections_closed(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+/* megabyte_file -- name in s's export: 1 MiB of it_fill(seed) data, made
+ * locally; its handle, looked up through s */
+static struct it_fh megabyte_file(struct it_server *s, const struct it_fh *root_fh, const char *name,
+				  uint32_t seed)
+{
+	static char data[1 << 20];
+	struct rpc_context *c;
+
+	it_fill(data, sizeof(data), seed);
+	assert_int_equal(it_write_file(it_path(s, name), data, sizeof(data), 0644), 0);
+	c = it_rpc_connect(s, IT_NFS_PROG, 3);
+	assert_non_null(c);
+	assert_int_equal(it_lookup(c, root_fh, name, &r), NFS3_OK);
+	it_rpc_close(c);
+	return r.fh;
+}
+
 /* read_flood -- on a new raw connection with a receive buffer of rcvbuf
  * bytes, n READs of 1 MiB of f, its replies not read; the descriptor */
 static int read_flood(struct it_server *s, const struct it_fh *f, uint32_t xid, int n, int rcvbuf)
@@ -1836,11 +1851,7 @@ static int read_flood(struct it_server *s, const struct it_fh *f, uint32_t xid, 
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	for (int i = 0; i < n; i++) {
-		it_buf_reset(&call);
-		it_put_call(&call, xid + (uint32_t)i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
-		it_put_fh(&call, f);
-		it_put64(&call, 0);
-		it_put32(&call, 1 << 20);
+		put_read(&call, xid + (uint32_t)i, f, 0, 1 << 20);
 		if (it_send_record(fd, &call) < 0)
 			break;		/* the server stopped reading it: fine */
 	}
@@ -1879,24 +1890,16 @@ static void test_stalled_reader_closed(void **state)
 	 * limit evicts only idle ones: such a client kept its descriptor and
 	 * its queued replies for good. */
 	static const char *const extra[] = { "--idle-timeout", "3", NULL };
-	static char data[1 << 20];
 	static unsigned char junk[65536];
 	struct it_server *s = &own;
 	struct it_fh root_fh, f;
-	struct rpc_context *c;
 	int closed_seen = 0;
 	long long t0;
 
 	it_presto_only();
 	(void)state;
 	own_start(s, extra, &root_fh);
-	it_fill(data, sizeof(data), 9);
-	assert_int_equal(it_write_file(it_path(s, "stall"), data, sizeof(data), 0644), 0);
-	c = it_rpc_connect(s, IT_NFS_PROG, 3);
-	assert_non_null(c);
-	assert_int_equal(it_lookup(c, &root_fh, "stall", &r), NFS3_OK);
-	f = r.fh;
-	it_rpc_close(c);
+	f = megabyte_file(s, &root_fh, "stall", 9);
 	int stalled = read_flood(s, &f, 0x7600, 30, 4096);
 	int slow = read_flood(s, &f, 0x7700, 30, 65536);
 	t0 = now_ms();
@@ -1976,11 +1979,7 @@ static void test_reply_memory_bound(void **state)
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	for (uint32_t i = 0; i < 24; i++) {
-		it_buf_reset(&call);
-		it_put_call(&call, 0x7900 + i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
-		it_put_fh(&call, &f);
-		it_put64(&call, (uint64_t)i << 22);
-		it_put32(&call, 1 << 20);
+		put_read(&call, 0x7900 + i, &f, (uint64_t)i << 22, 1 << 20);
 		if (it_send_record(fd, &call) < 0)
 			break;
 	}
@@ -2007,22 +2006,14 @@ static void test_reset_while_input_held(void **state)
 	 * bytes parsed before the held ones, and the held buffer lost (a leak
 	 * that the sanitizer build reports at the server's exit). It closes
 	 * the connection and serves on. */
-	static char data[1 << 20];
 	static struct it_buf all;
 	struct it_server *s = &own;
 	struct it_fh root_fh, f;
-	struct rpc_context *c;
 
 	it_presto_only();
 	(void)state;
 	own_start(s, NULL, &root_fh);
-	it_fill(data, sizeof(data), 10);
-	assert_int_equal(it_write_file(it_path(s, "held"), data, sizeof(data), 0644), 0);
-	c = it_rpc_connect(s, IT_NFS_PROG, 3);
-	assert_non_null(c);
-	assert_int_equal(it_lookup(c, &root_fh, "held", &r), NFS3_OK);
-	f = r.fh;
-	it_rpc_close(c);
+	f = megabyte_file(s, &root_fh, "held", 10);
 	for (int round = 0; round < 3; round++) {
 		int fd = it_tcp_connect(NULL, 0, s->nfs_port);
 		int small = 4096;
@@ -2035,11 +2026,7 @@ static void test_reset_while_input_held(void **state)
 		for (int part = 0; part < 2; part++) {
 			it_buf_reset(&all);
 			for (uint32_t i = 0; i < 100; i++) {
-				it_buf_reset(&call);
-				it_put_call(&call, 0x7800 + i, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
-				it_put_fh(&call, &f);
-				it_put64(&call, 0);
-				it_put32(&call, 1 << 20);
+				put_read(&call, 0x7800 + i, &f, 0, 1 << 20);
 				put_record(&all, &call);
 			}
 			(void)it_send_all(fd, all.b, all.len);
@@ -2145,11 +2132,7 @@ static int busy_conn(struct it_server *s, const struct it_fh *f)
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 	it_buf_reset(&all);
 	for (uint32_t k = 0; k < 20; k++) {
-		it_buf_reset(&call);
-		it_put_call(&call, 0x7500 + k, 2, IT_NFS_PROG, 3, NFS3_READ, IT_AUTH_SYS, 0, 0);
-		it_put_fh(&call, f);
-		it_put64(&call, 0);
-		it_put32(&call, 1 << 20);
+		put_read(&call, 0x7500 + k, f, 0, 1 << 20);
 		put_record(&all, &call);
 	}
 	/* a connection turned away at once resets the end of this */
