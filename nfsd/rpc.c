@@ -105,6 +105,7 @@ struct rpc_conn {
 	 * so far, their count when a sweep first saw this one unfinished, and
 	 * when */
 	uint64_t nrec, mid_nrec, mid_since;
+	size_t mid_len;			/* its bytes then */
 	/* receive state: event loop thread only */
 	uint8_t mark[4];
 	size_t mark_got;
@@ -119,6 +120,9 @@ struct rpc_conn {
 };
 
 #define RPC_MAX_LISTENERS 8
+/* a record in progress for record_timeout or longer must have come at this
+ * rate (bytes a second) at least since a sweep first saw it */
+#define RPC_RECORD_MIN_RATE 1024u
 #define RPC_BUSY_POLL_NS (100 * 1000)
 /* the idle sweep runs every quarter of the shortest timeout, within these */
 #define RPC_SWEEP_MIN_NS (100 * 1000 * 1000ull)
@@ -580,25 +584,6 @@ void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len)
 			free(rec);
 			goto out;
 		}
-	}
-	/* the server's memory for replies its clients have not taken: over
-	 * reply_memory, a connection that holds its own share (RPC_MAX_QUEUED
-	 * or more) is closed rather than given more; the client retransmits
-	 * on a new connection (a READ's replies could queue up to
-	 * RPC_MAX_INFLIGHT MiB per connection: its calls run on workers,
-	 * past the loop's check of the queue before it takes a call) */
-	if (R.reply_memory && c->out_bytes >= RPC_MAX_QUEUED &&
-	    __atomic_load_n(&R.queued_total, __ATOMIC_RELAXED) + (len - off) > R.reply_memory) {
-		static long tok;
-		char a[INET6_ADDRSTRLEN];
-		if (log_ratelimited(&tok))
-			log_warnx("closing connection from %s: %zu bytes of its replies not taken, "
-				  "and all connections' over reply_memory (%zu)",
-				  addr_to_string((const struct sockaddr *)&c->peer, a, sizeof(a)),
-				  c->out_bytes, R.reply_memory);
-		conn_close_locked(c);
-		free(rec);
-		goto out;
 	}
 	struct outbuf *o = malloc(sizeof(*o));
 	if (!o) {
@@ -1149,10 +1134,12 @@ static void rpc_resume_held(void)
  * taken none of its queued replies for R.idle_ns (a connection with output
  * pending is never idle, and the limit's eviction takes only idle ones: a
  * client that stops reading would keep its connection and its replies, up
- * to RPC_MAX_INFLIGHT of them, for good), or when the record it is sending
- * is not complete R.record_ns after a sweep first saw it unfinished while
- * its input was read (one byte now and then would keep the quiet-based
- * check below from ever firing). Caller holds c->lock; loop thread. */
+ * to RPC_MAX_INFLIGHT of them, for good), or since the last sweep while
+ * all connections' replies are over R.reply_memory, or when the record it
+ * is sending has come slower than RPC_RECORD_MIN_RATE for R.record_ns or
+ * more since a sweep first saw it unfinished while its input was read (one
+ * byte now and then would keep the quiet-based check below from ever
+ * firing). Caller holds c->lock; loop thread. */
 static bool conn_stuck_locked(struct rpc_conn *c, bool mid, uint64_t now)
 {
 	char a[INET6_ADDRSTRLEN];
@@ -1162,7 +1149,7 @@ static bool conn_stuck_locked(struct rpc_conn *c, bool mid, uint64_t now)
 
 	if (c->closed)
 		return false;
-	if (c->out_head && R.idle_ns) {
+	if (c->out_head) {
 		/* what the client acknowledges leaves the socket's send queue
 		 * long before the socket takes more (it wakes its writer when
 		 * much of it is free): a slow reader moves that */
@@ -1173,23 +1160,38 @@ static bool conn_stuck_locked(struct rpc_conn *c, bool mid, uint64_t now)
 			c->out_seen = c->out_sent;
 			c->outq_seen = q;
 			c->stall_since = now;
-		} else if (now - c->stall_since >= R.idle_ns) {
+		} else if (R.idle_ns && now - c->stall_since >= R.idle_ns) {
 			why = "none of its replies taken";
 			limit = R.idle_ns;
 		}
 	} else {
 		c->stall_since = 0;
 	}
-	if (!why && mid && R.record_ns && !c->held_len && !conn_paused_locked(c)) {
+	/* over reply_memory, all connections together: those holding
+	 * RPC_MAX_QUEUED or more that took nothing since the last sweep go
+	 * (a READ the page cache cannot serve runs on a worker, past the
+	 * loop's check of the queue before it takes a call: 256 of 1 MiB
+	 * could queue), while those whose clients take their replies stay */
+	if (!why && R.reply_memory && c->out_bytes >= RPC_MAX_QUEUED && c->stall_since &&
+	    c->stall_since != now &&
+	    __atomic_load_n(&R.queued_total, __ATOMIC_RELAXED) > R.reply_memory) {
+		why = "none of its replies taken while all connections' are over reply_memory";
+		limit = now - c->stall_since;
+	}
+	if (!why && mid && R.record_ns && !c->held_len && !conn_paused_locked(c) &&
+	    !c->close_after && !c->read_eof) {
 		if (!c->mid_since || c->mid_nrec != c->nrec) {
 			c->mid_nrec = c->nrec;
 			c->mid_since = now;
-		} else if (now - c->mid_since >= R.record_ns) {
-			why = "its record not complete";
+			c->mid_len = c->rec_len;
+		} else if (now - c->mid_since >= R.record_ns &&
+			   (c->rec_len - c->mid_len) * 1000000000ull <
+				   (now - c->mid_since) * RPC_RECORD_MIN_RATE) {
+			why = "its record coming slower than 1 KiB/s";
 			limit = R.record_ns;
 		}
 	} else if (!why) {
-		c->mid_since = 0;
+		c->mid_since = 0;	/* the clock starts again once it is read */
 	}
 	if (!why)
 		return false;

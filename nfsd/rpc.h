@@ -77,9 +77,9 @@ struct rpc_limits {
 	 * quiet for longest, or refuses the new one when none is idle. Out of
 	 * descriptors, accepting does the same whatever the count. */
 	unsigned max_conns;
-	/* bytes of replies queued for clients that do not take them, all
-	 * connections together: over it, one that holds RPC_MAX_QUEUED or more
-	 * of them is closed rather than given more */
+	/* bytes of replies queued, all connections together: over it, the
+	 * sweep closes those holding RPC_MAX_QUEUED or more whose clients took
+	 * none since the last sweep */
 	size_t reply_memory;
 	/* a connection with no call in flight, no output queued and nothing
 	 * heard from its client for this long is closed (knfsd: 6 minutes) */

@@ -1941,12 +1941,14 @@ static void test_stalled_reader_closed(void **state)
 
 static void test_reply_memory_bound(void **state)
 {
-	/* --reply-memory 8M: READs that the page cache cannot serve run on
-	 * workers, past the loop's check of a connection's queue before it
-	 * takes a call, so a client taking none of its replies could have up
-	 * to 256 of 1 MiB queued (here 24). It is closed once it holds 4 MiB of them and
-	 * all connections' are over 8 MiB; the server serves on. */
-	static const char *const extra[] = { "--reply-memory", "8M", NULL };
+	/* --reply-memory 8M (--record-timeout 2: a sweep every 0.5 s): READs
+	 * that the page cache cannot serve run on workers, past the loop's
+	 * check of a connection's queue before it takes a call, so a client
+	 * taking none of its replies could have up to 256 of 1 MiB queued
+	 * (here 24). It holds 4 MiB or more, takes nothing between two sweeps,
+	 * and all connections' replies are over 8 MiB: the sweep closes it;
+	 * the server serves on. */
+	static const char *const extra[] = { "--reply-memory", "8M", "--record-timeout", "2", NULL };
 	struct it_server *s = &own;
 	struct it_fh root_fh, f;
 	struct rpc_context *c;
@@ -1983,8 +1985,13 @@ static void test_reply_memory_bound(void **state)
 		if (it_send_record(fd, &call) < 0)
 			break;
 	}
+	/* and one that takes its replies, slowly, also holding 4 MiB: kept */
+	int slow = read_flood(s, &f, 0x7a00, 24, 65536);
+	static unsigned char junk[65536];
 	for (int i = 0; i < 50 && !closed; i++) {
 		size_t len = 0;
+		if (recv(slow, junk, sizeof(junk), MSG_DONTWAIT) == 0)
+			fail_msg("a client taking its replies slowly was closed");
 		char *log = it_read_file(s->log, &len);
 		closed = log && strstr(log, "over reply_memory") && server_closed(fd, s->nfs_port);
 		free(log);
@@ -1992,7 +1999,9 @@ static void test_reply_memory_bound(void **state)
 	}
 	if (!closed)
 		fail_msg("a client holding the replies of 24 READs of 1 MiB was not closed at 8 MiB");
+	assert_false(server_closed(slow, s->nfs_port));
 	close(fd);
+	close(slow);
 	assert_true(it_server_alive(s));
 	assert_int_equal(it_server_stop(s), 0);
 }
