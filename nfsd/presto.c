@@ -737,7 +737,7 @@ static int state_file_commit(FILE *f, const char *tmp, const char *path)
  * without it (written before it) is kept only for an export that is a
  * whole filesystem. */
 static bool whole_fs(const struct xexport *xe);
-static bool export_mark_ok(const struct xexport *xe);
+static bool export_mark_ok(const struct xexport *xe, bool quiet);
 
 static void rd_load(struct xtab *xt)
 {
@@ -798,7 +798,7 @@ static void rd_prune(struct xtab *xt)
 		 * whose filesystem is not mounted, may be back at the next
 		 * start, and its clients' handles with it */
 		bool alive = true;
-		if (xe && export_mark_ok(xe)) {
+		if (xe && export_mark_ok(xe, true)) {
 			u.h.handle_bytes = P.rd[i].new_kh.len;
 			u.h.handle_type = P.rd[i].new_kh.type;
 			memcpy(u.h.f_handle, P.rd[i].new_kh.bytes, P.rd[i].new_kh.len);
@@ -2014,6 +2014,8 @@ struct replay_ctx {
 	bool nostamp_all;
 	unsigned nnostamp;
 	dev_t nostamp[8];
+	/* the devices of the current record's exports (0: none known) */
+	dev_t cur_dev[2];
 };
 
 /*
@@ -2029,11 +2031,14 @@ static void replay_stamp(struct replay_ctx *rc, int fd)
 	if (rc->nostamp_all)
 		return;
 	if (rc->nnostamp) {
+		/* the object's device, and its exports' (a btrfs subvolume
+		 * inside an export has a device number of its own) */
 		struct stat st;
 		if (fstat(fd, &st) < 0)
 			return;
 		for (unsigned i = 0; i < rc->nnostamp; i++)
-			if (rc->nostamp[i] == st.st_dev)
+			if (rc->nostamp[i] == st.st_dev || rc->nostamp[i] == rc->cur_dev[0] ||
+			    rc->nostamp[i] == rc->cur_dev[1])
 				return;
 	}
 	/* never lowered: after a reboot a file's or directory's stamp is not
@@ -2184,8 +2189,9 @@ static struct xmark *mark_of(uint32_t id)
 }
 
 /* export_mark_ok -- is xe's root the one the log's records were written
- * for? (true when nothing is remembered for it) */
-static bool export_mark_ok(const struct xexport *xe)
+ * for? (nothing remembered for it: does it carry a mark at all?) quiet:
+ * say nothing of it (a check that decides no record's fate) */
+static bool export_mark_ok(const struct xexport *xe, bool quiet)
 {
 	uint8_t cur[EXPORT_MARK_LEN];
 	bool ok = true;
@@ -2195,7 +2201,7 @@ static bool export_mark_ok(const struct xexport *xe)
 	if (m) {
 		ok = fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, cur, sizeof(cur)) == sizeof(cur) &&
 		     memcmp(cur, m->mark, sizeof(cur)) == 0;
-		if (!ok && !m->warned) {
+		if (!ok && !quiet && !m->warned) {
 			m->warned = true;
 			log_warnx("export %s: its root does not carry the mark it had when the log's "
 				  "records were written (%s/export-marks): not the same filesystem "
@@ -2209,7 +2215,7 @@ static bool export_mark_ok(const struct xexport *xe)
 		 * one every record there would read as "removed later" */
 		static long tok;
 		ok = fgetxattr(xe->root_fd, EXPORT_MARK_XATTR, cur, sizeof(cur)) == sizeof(cur);
-		if (!ok && log_ratelimited(&tok))
+		if (!ok && !quiet && log_ratelimited(&tok))
 			log_warnx("export %s: no mark remembered for it (%s/export-marks) and its root "
 				  "carries none: not known to be the filesystem the log's records were "
 				  "written for (is it mounted?); its records are not replayed",
@@ -2410,7 +2416,7 @@ static int resolve(struct replay_ctx *rc, const plog_obj *o, int slot, struct fh
 
 	if (!xe)
 		return -ENXIO;	/* not "removed later": the export is gone */
-	if (!export_mark_ok(xe))
+	if (!export_mark_ok(xe, false))
 		return -EXDEV;	/* not its filesystem (not mounted?) */
 	/* a handle no filesystem would give out is a malformed record, not an
 	 * object removed later (which open_by_handle_at reports as ESTALE or
@@ -2933,6 +2939,12 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 			if (!xtab_by_id(rc->xt, ids[i]))
 				rc->unexported = true;
 	} else {
+		uint32_t ids[2];
+		rec_exports(&r.op, ids);
+		for (int i = 0; i < 2; i++) {
+			const struct xexport *xe = xtab_by_id(rc->xt, ids[i]);
+			rc->cur_dev[i] = xe ? xe->dev : 0;
+		}
 		switch (r.op.type) {
 		case PLOG_WRITE:
 			e = replay_write(rc, &r.op.plog_op_u.write);
