@@ -1292,8 +1292,8 @@ void rpc_set_limits(const struct rpc_limits *l)
 	R.sweep_ns = shortest / 4;
 	if (R.sweep_ns && R.sweep_ns < RPC_SWEEP_MIN_NS)
 		R.sweep_ns = RPC_SWEEP_MIN_NS;
-	if (R.sweep_ns > RPC_SWEEP_MAX_NS)
-		R.sweep_ns = RPC_SWEEP_MAX_NS;
+	if (R.sweep_ns > RPC_SWEEP_MAX_NS || (!R.sweep_ns && R.reply_memory))
+		R.sweep_ns = RPC_SWEEP_MAX_NS;	/* reply_memory is the sweep's too */
 }
 
 void rpc_set_batch_end(void (*fn)(void))
