@@ -2932,15 +2932,13 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 		xdr_free(XDRPROC(xdr_plog_rec), (char *)&r);
 		return 0;
 	}
+	uint32_t ids[2];
+	rec_exports(&r.op, ids);
 	if (!rc->apply) {
-		uint32_t ids[2];
-		rec_exports(&r.op, ids);
 		for (int i = 0; i < 2; i++)
 			if (!xtab_by_id(rc->xt, ids[i]))
 				rc->unexported = true;
 	} else {
-		uint32_t ids[2];
-		rec_exports(&r.op, ids);
 		for (int i = 0; i < 2; i++) {
 			const struct xexport *xe = xtab_by_id(rc->xt, ids[i]);
 			rc->cur_dev[i] = xe ? xe->dev : 0;
