@@ -3450,6 +3450,6 @@ int main(void)
 		cmocka_unit_test_teardown(test_redirect_of_the_later_replay_wins, test_teardown),
 	};
 
-	it_init(58);
+	it_init(90);
 	return cmocka_run_group_tests_name("integration/presto", tests, NULL, NULL);
 }
