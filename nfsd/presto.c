@@ -2072,28 +2072,22 @@ static void rec_exports(const plog_op *op, uint32_t ids[2])
 	}
 }
 
-/* nostamp_after -- op could not be replayed: no more stamps on its
- * filesystems (op NULL: it did not decode, on none) */
-static void nostamp_after(struct replay_ctx *rc, const plog_op *op)
+/* nostamp_after -- the current record could not be replayed: no more
+ * stamps on the filesystems of its exports (rc->cur_dev), or on all of them
+ * when it did not decode, names an export not in the table, or the list is
+ * full */
+static void nostamp_after(struct replay_ctx *rc, bool decoded)
 {
-	uint32_t ids[2];
-
-	if (!op) {
-		rc->nostamp_all = true;
-		return;
-	}
-	rec_exports(op, ids);
-	for (int i = 0; i < 2; i++) {
-		const struct xexport *xe = xtab_by_id(rc->xt, ids[i]);
-		if (!xe || rc->nnostamp == sizeof(rc->nostamp) / sizeof(rc->nostamp[0])) {
-			rc->nostamp_all = true;
-			return;
-		}
+	for (int i = 0; i < 2 && !rc->nostamp_all; i++) {
+		dev_t d = rc->cur_dev[i];
 		bool seen = false;
 		for (unsigned k = 0; k < rc->nnostamp; k++)
-			seen |= rc->nostamp[k] == xe->dev;
-		if (!seen)
-			rc->nostamp[rc->nnostamp++] = xe->dev;
+			seen |= rc->nostamp[k] == d;
+		if (!decoded || !d ||
+		    (!seen && rc->nnostamp == sizeof(rc->nostamp) / sizeof(rc->nostamp[0])))
+			rc->nostamp_all = true;
+		else if (!seen)
+			rc->nostamp[rc->nnostamp++] = d;
 	}
 }
 
@@ -2920,7 +2914,7 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 	CNT_ADD(rec_bytes, rec->len);
 	if (!plog_decode(rec, &r, rc->macs, &rc->nmacs)) {
 		CNT_ADD(rec_errors, 1);
-		nostamp_after(rc, NULL);
+		nostamp_after(rc, false);
 		log_warnx("NVRAM log record LSN %llu (type %u, %u bytes at offset %llu) does not decode "
 			  "(inspect it with presto-log dump)",
 			  (unsigned long long)rec->lsn, rec->type, rec->len,
@@ -2967,7 +2961,7 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 		}
 		if (e < 0) {
 			CNT_ADD(rec_errors, 1);
-			nostamp_after(rc, &r.op);
+			nostamp_after(rc, true);
 			errno = -e;
 			log_warn("replay of LSN %llu (type %u)", (unsigned long long)rec->lsn, rec->type);
 		}
