@@ -43,6 +43,11 @@
 #include "nfsd/stats.h"
 #include "nfsd/vfs.h"
 
+/* the wire bounds of nfs3_prot.x against what the server takes */
+_Static_assert(NFS3_WIRE_MAXDATA == RPC_MAX_RECORD, "WRITE data bounded by the largest record");
+_Static_assert(NFS3_WIRE_MAXNAME >= NAME_MAX + 1, "a name just too long reaches check_name");
+_Static_assert(NFS3_WIRE_MAXPATH >= PATH_MAX, "a symlink text just too long reaches SYMLINK");
+
 /* obj -- a resolved file handle. */
 struct obj {
 	const struct xexport *xe;

@@ -963,6 +963,43 @@ static void test_rpc_garbage_args(void **state)
 	it_put64(&call, 0);
 	it_put32(&call, 0);
 	expect_accept(0x3604, GARBAGE_ARGS);
+	/* names and symlink texts are bounded on the wire at 4096 bytes
+	 * (nfs3_prot.x: the decoder allocates what a length claims before
+	 * reading): 4096 bytes reach the handler, which says NAMETOOLONG;
+	 * 4097 are GARBAGE_ARGS, refused before any allocation */
+	{
+		static char name[4097];
+
+		memset(name, 'n', sizeof(name));
+		for (uint32_t len = 4096; len <= 4097; len++) {
+			it_buf_reset(&call);
+			it_put_call(&call, 0x3610 + len - 4096, 2, IT_NFS_PROG, 3, NFS3_LOOKUP,
+				    IT_AUTH_SYS, 0, 0);
+			it_put_fh(&call, &root);
+			it_put_opaque(&call, name, len);
+			if (len == 4096) {
+				expect_accept(0x3610, SUCCESS);
+				assert_int_equal(it_get32(&reply), NFS3ERR_NAMETOOLONG);
+			} else {
+				expect_accept(0x3611, GARBAGE_ARGS);
+			}
+			it_buf_reset(&call);
+			it_put_call(&call, 0x3612 + len - 4096, 2, IT_NFS_PROG, 3, NFS3_SYMLINK,
+				    IT_AUTH_SYS, 0, 0);
+			it_put_fh(&call, &root);
+			it_put_string(&call, "long-symlink");
+			for (int k = 0; k < 6; k++)
+				it_put32(&call, 0);	/* sattr3: set nothing */
+			it_put_opaque(&call, name, len);
+			if (len == 4096) {
+				expect_accept(0x3612, SUCCESS);
+				assert_int_equal(it_get32(&reply), NFS3ERR_NAMETOOLONG);
+			} else {
+				expect_accept(0x3613, GARBAGE_ARGS);
+			}
+			assert_int_not_equal(access(it_path(&srv, "long-symlink"), F_OK), 0);
+		}
+	}
 	/* CREATE: a bad createmode3 discriminant */
 	it_buf_reset(&call);
 	it_put_call(&call, 0x3605, 2, IT_NFS_PROG, 3, NFS3_CREATE, IT_AUTH_SYS, 0, 0);
