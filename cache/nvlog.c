@@ -605,6 +605,17 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 	log->was_clean = nsb.clean != 0;
 	log->boot_id_changed = memcmp(nsb.boot_id, bid, 16) != 0;
 	memcpy(log->prev_boot_id, nsb.boot_id, 16);
+	if (nsb.boot_epoch + 1 >= UINT32_MAX) {
+		/* records carry the epoch in 32 bits and a superblock at the top
+		 * of that range is not valid (nvlog_sb_why): bumped, the log
+		 * would become unreadable at the next open, its records with it.
+		 * Refused while it still reads; after 4 billion opens */
+		fprintf(stderr, "nvlog: %s: the boot epoch is exhausted (%llu opens); "
+				"destage its records and format it again\n",
+		    path, (unsigned long long)nsb.boot_epoch);
+		rc = -EOVERFLOW;
+		goto fail;
+	}
 	nsb.boot_epoch++;
 	nsb.clean = 0;
 	memcpy(nsb.boot_id, bid, 16);

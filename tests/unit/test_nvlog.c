@@ -916,6 +916,76 @@ static void test_superblock_torn(void **state)
 	assert_int_equal(nvlog_open(p, NULL, &log), -EUCLEAN);
 }
 
+/* set_boot_epoch -- give both superblock slots of the log at p the boot
+ * epoch e (their CRCs made good again); returns the newer slot's index */
+static int set_boot_epoch(const char *p, uint64_t e)
+{
+	struct nvlog_sb sb[2];
+	const uint64_t off[2] = { NVLOG_SB_SLOT_OFF0, NVLOG_SB_SLOT_OFF1 };
+
+	for (int i = 0; i < 2; i++) {
+		file_rw(p, off[i], &sb[i], sizeof(sb[i]), false);
+		if (nvlog_sb_check(&sb[i], SIZE_MAX) != 0)
+			continue;	/* a slot never written */
+		sb[i].boot_epoch = e;
+		sb[i].crc = nvlog_sb_crc(&sb[i]);
+		file_rw(p, off[i], &sb[i], sizeof(sb[i]), true);
+	}
+	return sb[1].seq > sb[0].seq;
+}
+
+/*
+ * The boot epoch is bumped at every open and records carry it in 32 bits: a
+ * superblock at UINT32_MAX is not valid. The open that would bump the epoch
+ * there refuses (-EOVERFLOW) and leaves the log as it was, readable, with
+ * its records; the open before it still works.
+ */
+static void test_boot_epoch_exhausted(void **state)
+{
+	(void)state;
+	char p[128];
+	tpath(p, sizeof(p), "epoch-top");
+	assert_int_equal(nvlog_format(p, 1 << 20, NULL), 0);
+	struct nvlog *log = open_log(p);
+	for (uint64_t k = 1; k <= 3; k++)
+		app(log, k);
+	nvlog_close(log, false);
+
+	/* two opens left: the first works and appends at the last epoch */
+	set_boot_epoch(p, UINT32_MAX - 2);
+	log = open_log(p);
+	struct nvlog_info in;
+	nvlog_info(log, &in);
+	assert_int_equal(in.epoch, UINT32_MAX - 1);
+	app(log, 4);
+	nvlog_close(log, false);
+
+	/* the next is refused, and writes nothing */
+	uint8_t before[2 * 4096], after[2 * 4096];
+	file_rw(p, 0, before, sizeof(before), false);
+	assert_int_equal(nvlog_open(p, NULL, &log), -EOVERFLOW);
+	assert_null(log);
+	file_rw(p, 0, after, sizeof(after), false);
+	assert_memory_equal(before, after, sizeof(before));
+
+	/* the log still reads, its four records with it, as presto-log
+	 * reads it (a walk over the file, no open, no bump) */
+	static uint8_t img[1 << 20];
+	struct nvlog_view v = { .base = img, .map_len = sizeof(img) };
+	struct nvlog_walk_end w;
+	file_rw(p, 0, img, sizeof(img), false);
+	assert_int_equal(nvlog_sb_pick(img, sizeof(img), &v.sb, NULL), 0);
+	assert_int_equal(v.sb.boot_epoch, UINT32_MAX - 1);
+	assert_int_equal(nvlog_walk(&v, UINT64_MAX, NULL, NULL, &w), 0);
+	assert_int_equal(w.end, NVLOG_END_CLEAN);
+	assert_int_equal(w.records, 4);
+	assert_int_equal(w.last_epoch, UINT32_MAX - 1);
+
+	/* a superblock at UINT32_MAX itself is not a log */
+	set_boot_epoch(p, UINT32_MAX);
+	assert_int_equal(nvlog_open(p, NULL, &log), -EUCLEAN);
+}
+
 /* a record as a version-1 writer put it: 8-byte aligned, at pos */
 static uint64_t put_v1_rec(const char *path, const struct nvlog_sb *sb, uint64_t pos, uint64_t lsn,
     const uint8_t *payload, uint32_t len)
@@ -1542,6 +1612,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_stale_epoch),
 		cmocka_unit_test(test_length_bounds),
 		cmocka_unit_test(test_superblock_torn),
+		cmocka_unit_test(test_boot_epoch_exhausted),
 		cmocka_unit_test(test_version1_log),
 		cmocka_unit_test(test_append_gather),
 		cmocka_unit_test(test_tail_epoch_floor),
