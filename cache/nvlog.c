@@ -609,9 +609,11 @@ int nvlog_open(const char *path, const struct nvlog_opts *o, struct nvlog **out)
 		/* records carry the epoch in 32 bits and a superblock at the top
 		 * of that range is not valid (nvlog_sb_why): bumped, the log
 		 * would become unreadable at the next open, its records with it.
-		 * Refused while it still reads; after 4 billion opens */
-		fprintf(stderr, "nvlog: %s: the boot epoch is exhausted (%llu opens); "
-				"destage its records and format it again\n",
+		 * Refused while it still reads; after 4 billion opens. (Starting
+		 * the epochs again is not done: directory stamps and redirects
+		 * order themselves by epoch.) */
+		fprintf(stderr, "nvlog: %s: the boot epoch is exhausted (%llu opens): "
+				"presto-log dump reads the records; format the log to use it again\n",
 		    path, (unsigned long long)nsb.boot_epoch);
 		rc = -EOVERFLOW;
 		goto fail;
