@@ -1068,24 +1068,30 @@ static void res_cb(struct rpc_context *rpc, int status, void *data, void *priv)
 		CREATE3res *x = data;
 
 		r->status = x->status;
-		if (x->status == NFS3_OK)
+		if (x->status == NFS3_OK) {
 			copy_post_fh(r, &x->CREATE3res_u.resok.obj);
+			copy_post_attr(r, &x->CREATE3res_u.resok.obj_attributes);
+		}
 		break;
 	}
 	case P_MKDIR: {
 		MKDIR3res *x = data;
 
 		r->status = x->status;
-		if (x->status == NFS3_OK)
+		if (x->status == NFS3_OK) {
 			copy_post_fh(r, &x->MKDIR3res_u.resok.obj);
+			copy_post_attr(r, &x->MKDIR3res_u.resok.obj_attributes);
+		}
 		break;
 	}
 	case P_SYMLINK: {
 		SYMLINK3res *x = data;
 
 		r->status = x->status;
-		if (x->status == NFS3_OK)
+		if (x->status == NFS3_OK) {
 			copy_post_fh(r, &x->SYMLINK3res_u.resok.obj);
+			copy_post_attr(r, &x->SYMLINK3res_u.resok.obj_attributes);
+		}
 		break;
 	}
 	case P_REMOVE:
@@ -1281,6 +1287,8 @@ struct obj {
 	nfstime3 mtime, atime;
 	struct fh fh[CR_HANDLES];
 	int nfh;
+	uint64_t fileid;		/* from the reply that created it */
+	int fileid_known;
 };
 
 struct dent {
@@ -2599,6 +2607,13 @@ static void worker_reply(struct worker *w)
 		script_add(&wscript[w->id], step);
 	}
 	model_apply(&M, op, r->has_fh ? &r->fh : NULL, op->kind == OP_WRITE ? r->count : 0, 0);
+	if ((op->kind == OP_CREATE || op->kind == OP_MKDIR || op->kind == OP_SYMLINK) && r->has_attr) {
+		/* the object model_apply made: its fileid is the one the
+		 * client saw, which a held handle must keep (a replay that
+		 * made it anew would redirect the handle to another inode) */
+		M.o[M.no - 1].fileid = r->attr.fileid;
+		M.o[M.no - 1].fileid_known = 1;
+	}
 	w->acked++;
 	ST.acked++;
 	ST.by_via[op->via]++;
@@ -3093,6 +3108,15 @@ static int check_handle(const struct model *m, int id, const struct fh *f, const
 		      r.attr.nlink, type_name(o->type), o->mode, o->uid, o->gid, o->size,
 		      o->type == T_REG ? model_nlink(m, id) : 0);
 		bad = 1;
+	}
+	if (o->fileid_known && r.attr.fileid != o->fileid) {
+		ST.fileid_changed++;
+		/* without a power cut no object is made anew */
+		if (!powercut_mode) {
+			failf("held handle %s of %s: GETATTR fileid %" PRIu64 ", its creation answered fileid %" PRIu64,
+			      fh_hex(f), path, (uint64_t)r.attr.fileid, o->fileid);
+			bad = 1;
+		}
 	}
 	if (o->type == T_REG && !bad) {
 		for (uint32_t off = 0; off < o->size || off == 0;) {
@@ -3679,7 +3703,8 @@ static void print_stats(const char *mode, long long t0)
 	     fake_reboots);
 	info("%s: %ld acknowledged ops (%s), %ld in flight at a kill (%ld found applied, %ld of them writes applied in part), %ld JUKEBOX replies",
 	     mode, ST.acked, kinds + 1, ST.maybes, ST.maybe_applied, ST.partial_writes, ST.jukebox);
-	info("%s: %ld held-handle checks, %ld removed-object handle checks, %ld LOOKUPs gave a different fileid than the held handle",
+	info("%s: %ld held-handle checks, %ld removed-object handle checks, %ld fileid changes (a held handle's against "
+	     "its creation's, or a LOOKUP's against the held handle's)",
 	     mode, ST.handles, ST.dead_handles, ST.fileid_changed);
 	if (ST.readies && ST.checks)
 		info("%s: restart to ready: mean %lld ms, max %lld ms; check: mean %lld ms, max %lld ms", mode,
