@@ -1574,12 +1574,12 @@ static void dir_changed(struct model *m, int dir)
 	m->o[dir].mtime_known = 0;
 }
 
-/* model_apply -- the effect of a successful op; fh is the new object's
- * handle from the reply (or NULL). maybe: the outcome is guessed, not
+/* model_apply -- the effect of a successful op; fh and attr are the new
+ * object's handle and attributes from the reply (or NULL). maybe: the outcome is guessed, not
  * acknowledged (modes of created objects are then not compared: a killed
  * create may stop between creat and chmod). */
-static void model_apply(struct model *m, const struct op *op, const struct fh *fh, uint32_t count,
-			int maybe)
+static void model_apply(struct model *m, const struct op *op, const struct fh *fh,
+			const fattr3 *attr, uint32_t count, int maybe)
 {
 	struct obj *o;
 	int i, obj;
@@ -1600,6 +1600,13 @@ static void model_apply(struct model *m, const struct op *op, const struct fh *f
 			snprintf(o->target, sizeof(o->target), "%s", op->target);
 		if (fh)
 			model_add_fh(o, fh);
+		if (attr) {
+			/* the fileid the client saw, which a held handle must
+			 * keep (a replay that made the object anew would
+			 * redirect the handle to another inode) */
+			o->fileid = attr->fileid;
+			o->fileid_known = 1;
+		}
 		model_add_dent(m, op->dir, op->name, obj);
 		dir_changed(m, op->dir);
 		break;
@@ -2606,14 +2613,8 @@ static void worker_reply(struct worker *w)
 		}
 		script_add(&wscript[w->id], step);
 	}
-	model_apply(&M, op, r->has_fh ? &r->fh : NULL, op->kind == OP_WRITE ? r->count : 0, 0);
-	if ((op->kind == OP_CREATE || op->kind == OP_MKDIR || op->kind == OP_SYMLINK) && r->has_attr) {
-		/* the object model_apply made: its fileid is the one the
-		 * client saw, which a held handle must keep (a replay that
-		 * made it anew would redirect the handle to another inode) */
-		M.o[M.no - 1].fileid = r->attr.fileid;
-		M.o[M.no - 1].fileid_known = 1;
-	}
+	model_apply(&M, op, r->has_fh ? &r->fh : NULL, r->has_attr ? &r->attr : NULL,
+		    op->kind == OP_WRITE ? r->count : 0, 0);
 	w->acked++;
 	ST.acked++;
 	ST.by_via[op->via]++;
@@ -3338,7 +3339,7 @@ static void check_all(const char *when)
 					break;
 				}
 				if (c != 3)
-					model_apply(&alt, mop, NULL, count, 1);
+					model_apply(&alt, mop, NULL, NULL, count, 1);
 				mixed = c == 3;
 				model_listing(&alt, w, &ex2);
 				ok = listing_diff(&ex2, &ac, c == 0 ? msg_b : scratch,
