@@ -3,7 +3,8 @@
 #
 # It starts every server configuration (SERVERS below), each on a fresh
 # export directory of its own, then runs tests/bench/loadgen for every test
-# (TESTS below) on every server in turn, ROUNDS times, and stops them all;
+# (TESTS below), ROUNDS times, one loadgen per test and round that loads
+# the servers in turn, a quarter of a second each, and stops them all;
 # then it prints one Markdown table on stdout (ops/s and p50/p99/p999 per
 # server, ratio of every server to the baseline) and writes one JSON file
 # under $PRESTO_RESULTS (every run of loadgen, the servers, the machine).
@@ -24,20 +25,22 @@
 # Knobs (environment):
 #   PRESTO_BENCH_SECONDS   timed seconds per test and round (1.5)
 #   PRESTO_BENCH_WARMUP    warm-up seconds per test and round (0.5)
+#   PRESTO_BENCH_SLICE     the servers of a round take turns every SLICE
+#                          seconds (0.25), so that a slow moment of this
+#                          machine falls on all of them alike
 #   PRESTO_BENCH_ROUNDS    times every test runs on every server; the table
 #                          shows the median (9: this machine is shared,
 #                          and one slow moment should not decide a row;
-#                          its speed also shifts between runs by 20-40%
-#                          at times, so the targets compare servers round
-#                          by round, each test's runs being adjacent, and
-#                          the servers take turns in the opposite order
-#                          every other round, so that neither of two
-#                          compared servers always runs first. Between
-#                          runs of one configuration (NULL and GETATTR,
-#                          where presto on and async run the same code)
-#                          the paired ratio of one round ranged from 0.65
-#                          to 1.06 with 2-second runs: many short rounds
-#                          give the median more pairs)
+#                          its speed also shifts by 20-40% within seconds
+#                          at times, so the servers of one round take
+#                          turns in slices of a quarter of a second
+#                          (loadgen -T, -s), and the targets compare
+#                          servers round by round. NULL and GETATTR, where
+#                          presto on and async run the same code, gave
+#                          paired ratios from 0.65 to 1.06 with one
+#                          2-second run per server and round, and from 0.90
+#                          to 1.09 (all but two of ten within 0.03 of 1)
+#                          in slices)
 #   PRESTO_BENCH_SERVERS   server rows, see SERVERS
 #   PRESTO_BENCH_TESTS     test rows, see TESTS
 #   PRESTO_BENCH_BASELINE  label of the server the ratios divide by (ganesha)
@@ -83,6 +86,7 @@ create 1 1
 create 4 8"}
 
 SECONDS_PER_TEST=${PRESTO_BENCH_SECONDS:-1.5}
+SLICE=${PRESTO_BENCH_SLICE:-0.25}
 ROUNDS=${PRESTO_BENCH_ROUNDS:-9}
 WARMUP=${PRESTO_BENCH_WARMUP:-0.5}
 BASELINE=${PRESTO_BENCH_BASELINE:-ganesha}
@@ -179,8 +183,11 @@ done <<EOF
 $SERVERS
 EOF
 
-# 2. Every test on every server in turn, ROUNDS times (the table shows the
-# median round of each); every other round the servers go in reverse order.
+# 2. Every test on every server, ROUNDS times (the table shows the median
+# round of each). One loadgen serves all servers of a round's test: it
+# sets each up, then the servers take turns in slices of SLICE seconds
+# until each had SECONDS_PER_TEST (loadgen -T); every other round the
+# servers go in reverse order.
 tac "$running" >"$work/running.rev"
 round=1
 while [ "$round" -le "$ROUNDS" ]; do
@@ -188,18 +195,20 @@ while [ "$round" -le "$ROUNDS" ]; do
 	[ $((round % 2)) -eq 0 ] && order="$work/running.rev"
 	while read -r op c dep; do
 		[ -n "$op" ] || continue
+		set --
 		while IFS='|' read -r label kind nfs_port mount_port export_path handle; do
 			if [ "$kind" = presto ] && ! kill -0 "$handle" 2>/dev/null; then
 				continue
 			fi
-			"$LOADGEN" -H 127.0.0.1 -n "$nfs_port" -m "$mount_port" \
-			    -e "$export_path" -c "$c" -d "$dep" \
-			    -t "$SECONDS_PER_TEST" -w "$WARMUP" -o "$op" \
-			    -l "$label" </dev/null >"$work/one.json" ||
-			    echo "bench-nfsd: $label: loadgen $op ${c}x$dep failed" >&2
-			# the round goes with the result: targets pair servers by it
-			sed "s/^{/{\"round\":$round,/" "$work/one.json" >>"$raw"
+			set -- "$@" -T "$label:$nfs_port:$mount_port:$export_path"
 		done <"$order"
+		[ $# -gt 0 ] || continue
+		"$LOADGEN" -H 127.0.0.1 "$@" -c "$c" -d "$dep" \
+		    -t "$SECONDS_PER_TEST" -s "$SLICE" -w "$WARMUP" -o "$op" \
+		    </dev/null >"$work/one.json" ||
+		    echo "bench-nfsd: loadgen $op ${c}x$dep failed on a server (its row says which)" >&2
+		# the round goes with the result: targets pair servers by it
+		sed "s/^{/{\"round\":$round,/" "$work/one.json" >>"$raw"
 	done <<EOF
 $TESTS
 EOF
@@ -234,11 +243,11 @@ bench_stop_all "$running"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out="$PRESTO_RESULTS/nfsd-$stamp.json"
 python3 - "$raw" "$servers_file" "$out" "$BASELINE" "$SECONDS_PER_TEST" \
-    "$WARMUP" "$stamp" "$TESTS" "$SERVERS" "$ROUNDS" <<'PY'
+    "$WARMUP" "$stamp" "$TESTS" "$SERVERS" "$ROUNDS" "$SLICE" <<'PY'
 import json, os, platform, statistics, sys
 
 (raw, servers_file, out, baseline, seconds, warmup, stamp, tests,
- server_rows, rounds) = sys.argv[1:11]
+ server_rows, rounds, slice_s) = sys.argv[1:12]
 results = [json.loads(l) for l in open(raw) if l.strip()]
 servers = [json.loads(l) for l in open(servers_file) if l.strip()]
 order = [r.split("|")[0] for r in server_rows.splitlines() if r.strip()]
@@ -254,7 +263,7 @@ doc = {
     "date": stamp,
     "machine": {"hostname": platform.node(), "nproc": os.cpu_count(),
                 "kernel": platform.release()},
-    "seconds": float(seconds), "warmup_s": float(warmup),
+    "seconds": float(seconds), "warmup_s": float(warmup), "slice_s": float(slice_s),
     "rounds": int(rounds),
     "baseline": baseline,
     "servers": servers,
@@ -371,9 +380,10 @@ if "presto-on" in labels:
 for s in servers:
     if s["status"] != "ok":
         print("%s: failed: %s" % (s["label"], s["error"]))
-print("%s s per test after %s s of warm-up%s; latency in microseconds;"
-      " client and server share this %d-core machine." %
-      (seconds, warmup,
+print("%s s per test and server, the servers taking turns every %s s, after"
+      " %s s of warm-up%s; latency in microseconds;"
+      " client and servers share this %d-core machine." %
+      (seconds, slice_s, warmup,
        ", median of %s rounds" % rounds if int(rounds) > 1 else "",
        os.cpu_count()))
 print("results: %s" % out)

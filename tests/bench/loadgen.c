@@ -3,6 +3,8 @@
  *
  *   loadgen -H host -n nfsport -m mountport -e /export [-c conns] [-d depth]
  *           [-t seconds] [-w warmup] [-o op[,op..]] [-l label] [-k]
+ *   loadgen [-H host] -T label:nfsport:mountport:/export [-T ...] [-s slice]
+ *           [the options above but -n, -m, -e, -l]
  *
  * Opens C TCP connections straight to the given NFS port (no rpcbind: the
  * ports come from the command line), mounts the export once over MOUNT v3 on
@@ -25,8 +27,16 @@
  * that is short (READ/WRITE count) or less stable than asked (WRITE) counts
  * as an error, never as a timed success; the first error is reported.
  *
- * Output: one JSON object per op on stdout, one human line per op on stderr.
- * Exit status 0 when every op ran (errors are in the JSON), 1 when set-up
+ * With -T, once per server, it measures several servers side by side: each
+ * is set up as above (connections of its own), then every op runs on them
+ * in turns of -s seconds (0.25) until each had -t seconds, see
+ * run_interleaved. A server whose set-up or connection fails is reported
+ * failed; the others go on.
+ *
+ * Output: one JSON object per op and server on stdout ("seconds" is the
+ * time measured, "slices" the windows it came in), one human line per op
+ * and server on stderr.
+ * Exit status 0 when every op ran (errors are in the JSON), 1 when a set-up
  * failed or a connection died, 2 on bad usage.
  *
  * Design: one thread and one poll() over every rpc_context of libnfs's raw
@@ -59,6 +69,7 @@
 #define LOADGEN_MAX_DEPTH 1024
 #define LOADGEN_SYNC_TIMEOUT_NS (30 * 1000000000ull)
 #define LOADGEN_DRAIN_NS (10 * 1000000000ull)
+#define LOADGEN_SETTLE_NS (50 * 1000000ull)
 /* histogram: values < 64 ns exact, then 64 sub-buckets per power of two */
 #define LOADGEN_SUB_BITS 6
 #define LOADGEN_SUB (1 << LOADGEN_SUB_BITS)
@@ -116,32 +127,46 @@ struct loadgen_run {
 	char first_error[256];
 };
 
-static struct {
+/* One server under load: where it is, its connections, its measurements.
+ * Several (-T) are measured in turn, slice by slice (run_interleaved). */
+struct loadgen_target {
+	const char *label;
 	const char *host;
 	int nfs_port;
 	int mount_port;
 	const char *export;
-	const char *label;
+	nfs_fh3 root_fh;
+	struct loadgen_conn *conns;
+	struct loadgen_run run;
+	double measured_s;	/* seconds its windows measured, this op */
+	int slices;		/* how many windows measured, this op */
+	int failed;		/* set-up failed or a connection died */
+};
+
+#define LOADGEN_MAX_TARGETS 8
+
+static struct {
 	int conns;
 	int depth;
 	double seconds;
 	double warmup;
+	double slice;
 	int keep;
 } cfg = {
-	.host = "127.0.0.1",
-	.export = "/",
-	.label = "",
 	.conns = 4,
 	.depth = 16,
 	.seconds = 5,
 	.warmup = 1,
+	.slice = 0.25,
 };
 
-static nfs_fh3 root_fh;
+static struct loadgen_target targets[LOADGEN_MAX_TARGETS];
+static int ntargets;
+/* the target being set up or measured: the reply callbacks of its
+ * connections run only while it is (rpc_service is called for it alone) */
+static struct loadgen_target *T;
 static char lookup_names[LOADGEN_NAMES][64];
 static char write_buf[LOADGEN_IO_SIZE];
-static struct loadgen_conn *conns;
-static struct loadgen_run run;
 
 static uint64_t now_ns(void)
 {
@@ -242,11 +267,11 @@ static void run_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	run.errors++;
-	if (run.first_error[0])
+	T->run.errors++;
+	if (T->run.first_error[0])
 		return;
 	va_start(ap, fmt);
-	vsnprintf(run.first_error, sizeof(run.first_error), fmt, ap);
+	vsnprintf(T->run.first_error, sizeof(T->run.first_error), fmt, ap);
 	va_end(ap);
 }
 
@@ -277,15 +302,15 @@ static void slot_done(struct loadgen_slot *s, int ok)
 {
 	uint64_t t = now_ns(), lat;
 
-	if (ok && t >= run.measure_start && t <= run.measure_end) {
+	if (ok && t >= T->run.measure_start && t < T->run.measure_end) {
 		lat = t - s->t_start;
-		run.ops++;
-		run.hist[hist_index(lat)]++;
-		run.lat_sum += (double)lat;
-		if (lat > run.lat_max)
-			run.lat_max = lat;
+		T->run.ops++;
+		T->run.hist[hist_index(lat)]++;
+		T->run.lat_sum += (double)lat;
+		if (lat > T->run.lat_max)
+			T->run.lat_max = lat;
 	}
-	if (t < run.measure_end && !s->conn->dead)
+	if (t < T->run.measure_end && !s->conn->dead)
 		slot_send(s);
 }
 
@@ -384,7 +409,7 @@ static void create_cb(struct rpc_context *rpc, int status, void *data,
 		return;
 	}
 	memset(&a, 0, sizeof(a));
-	a.object.dir = root_fh;
+	a.object.dir = T->root_fh;
 	a.object.name = s->name;
 	if (rpc_nfs3_remove_async(rpc, remove_cb, &a, s) != 0) {
 		run_error("REMOVE: cannot queue: %s", rpc_get_error(rpc));
@@ -400,12 +425,12 @@ static void slot_send(struct loadgen_slot *s)
 	int rc = -1;
 
 	s->t_start = now_ns();
-	switch (run.op) {
+	switch (T->run.op) {
 	case LOADGEN_NULL:
 		rc = rpc_nfs3_null_async(rpc, null_cb, s);
 		break;
 	case LOADGEN_GETATTR: {
-		GETATTR3args a = { .object = root_fh };
+		GETATTR3args a = { .object = T->root_fh };
 
 		rc = rpc_nfs3_getattr_async(rpc, getattr_cb, &a, s);
 		break;
@@ -413,7 +438,7 @@ static void slot_send(struct loadgen_slot *s)
 	case LOADGEN_LOOKUP: {
 		LOOKUP3args a;
 
-		a.what.dir = root_fh;
+		a.what.dir = T->root_fh;
 		a.what.name = lookup_names[c->lookup_next++ % LOADGEN_NAMES];
 		rc = rpc_nfs3_lookup_async(rpc, lookup_cb, &a, s);
 		break;
@@ -445,7 +470,7 @@ static void slot_send(struct loadgen_slot *s)
 		CREATE3args a;
 
 		memset(&a, 0, sizeof(a));
-		a.where.dir = root_fh;
+		a.where.dir = T->root_fh;
 		a.where.name = s->name;
 		a.how.mode = UNCHECKED;
 		a.how.createhow3_u.obj_attributes.mode.set_it = 1;
@@ -457,7 +482,7 @@ static void slot_send(struct loadgen_slot *s)
 		break;
 	}
 	if (rc != 0) {
-		run_error("%s: cannot queue: %s", loadgen_op_names[run.op],
+		run_error("%s: cannot queue: %s", loadgen_op_names[T->run.op],
 		    rpc_get_error(rpc));
 		c->dead = 1;
 	}
@@ -468,60 +493,64 @@ static int conns_busy(void)
 	int i;
 
 	for (i = 0; i < cfg.conns; i++)
-		if (!conns[i].dead && rpc_queue_length(conns[i].rpc) > 0)
+		if (!T->conns[i].dead && rpc_queue_length(T->conns[i].rpc) > 0)
 			return 1;
 	return 0;
 }
 
 /*
- * run_op -- warm up, measure and drain one op on every connection.
- * Returns 0, or -1 when a connection died or replies did not come back.
+ * run_window -- one window of op on target t: every slot sends at once and
+ * goes on sending until warm + measure ns have passed; replies that arrive
+ * in the last measure ns count (added to t->run); then the calls in flight
+ * drain. Returns 0, or -1 (t->failed set) when a connection died or replies
+ * did not come back.
  */
-static int run_op(enum loadgen_op op)
+static int run_window(struct loadgen_target *t, enum loadgen_op op,
+    uint64_t warm, uint64_t measure)
 {
 	struct pollfd pfd[LOADGEN_MAX_CONNS];
-	uint64_t t0, t;
+	uint64_t t0, now;
 	int i, j, n;
 
-	memset(&run, 0, sizeof(run));
-	run.op = op;
+	T = t;
+	T->run.op = op;
 	t0 = now_ns();
-	run.measure_start = t0 + (uint64_t)(cfg.warmup * 1e9);
-	run.measure_end = run.measure_start + (uint64_t)(cfg.seconds * 1e9);
+	T->run.measure_start = t0 + warm;
+	T->run.measure_end = T->run.measure_start + measure;
 	for (i = 0; i < cfg.conns; i++)
 		for (j = 0; j < cfg.depth; j++)
-			slot_send(&conns[i].slots[j]);
+			slot_send(&T->conns[i].slots[j]);
 
 	for (;;) {
-		t = now_ns();
-		if (t >= run.measure_end && !conns_busy())
+		now = now_ns();
+		if (now >= T->run.measure_end && !conns_busy())
 			break;
-		if (t >= run.measure_end + LOADGEN_DRAIN_NS) {
+		if (now >= T->run.measure_end + LOADGEN_DRAIN_NS) {
 			run_error("%s: replies missing %.0f s after the end",
 			    loadgen_op_names[op], LOADGEN_DRAIN_NS / 1e9);
-			return -1;
+			goto failed;
 		}
 		n = 0;
 		for (i = 0; i < cfg.conns; i++) {
-			if (conns[i].dead)
+			if (T->conns[i].dead)
 				continue;
-			pfd[n].fd = rpc_get_fd(conns[i].rpc);
-			pfd[n].events = (short)rpc_which_events(conns[i].rpc);
+			pfd[n].fd = rpc_get_fd(T->conns[i].rpc);
+			pfd[n].events = (short)rpc_which_events(T->conns[i].rpc);
 			pfd[n].revents = 0;
 			n++;
 		}
 		if (n == 0) {
 			run_error("%s: every connection is lost",
 			    loadgen_op_names[op]);
-			return -1;
+			goto failed;
 		}
 		if (poll(pfd, (nfds_t)n, 10) < 0 && errno != EINTR) {
 			run_error("poll: %s", strerror(errno));
-			return -1;
+			goto failed;
 		}
 		n = 0;
 		for (i = 0; i < cfg.conns; i++) {
-			struct loadgen_conn *c = &conns[i];
+			struct loadgen_conn *c = &T->conns[i];
 
 			if (c->dead)
 				continue;
@@ -534,10 +563,74 @@ static int run_op(enum loadgen_op op)
 			n++;
 		}
 	}
+	if (measure > 0) {
+		T->measured_s += (double)measure / 1e9;
+		T->slices++;
+	}
 	for (i = 0; i < cfg.conns; i++)
-		if (conns[i].dead)
-			return -1;
+		if (T->conns[i].dead)
+			goto failed;
 	return 0;
+failed:
+	T->failed = 1;
+	return -1;
+}
+
+/* run_start -- forget t's measurements of the op before (a failed target
+ * keeps its first error: it runs no more) */
+static void run_start(struct loadgen_target *t)
+{
+	char e[sizeof(t->run.first_error)];
+
+	memcpy(e, t->run.first_error, sizeof(e));
+	memset(&t->run, 0, sizeof(t->run));
+	if (t->failed)
+		memcpy(t->run.first_error, e, sizeof(e));
+	t->measured_s = 0;
+	t->slices = 0;
+}
+
+/*
+ * run_interleaved -- op on every target that is still sound: a warm-up
+ * window each, then cfg.seconds each in slices of cfg.slice, the targets
+ * taking turns slice by slice. This machine is shared and its speed drifts
+ * over seconds; with the servers' windows a fraction of a second apart, a
+ * slow moment falls on all of them alike instead of on the one that ran
+ * then. Two things keep the turns fair: a server that follows another
+ * starts cold (caches and TLB hold the other's data; over 0.25 s slices
+ * that cost presto on 5% against async when it ran twice in a row and
+ * async never did), so every slice settles for a fifth of its length (at
+ * most LOADGEN_SETTLE_NS) before it counts; and turn k starts with target
+ * k (mod their number), so that no target follows itself while another
+ * never does.
+ */
+static void run_interleaved(enum loadgen_op op)
+{
+	uint64_t warm = (uint64_t)(cfg.warmup * 1e9), slice, settle;
+	int slices = (int)(cfg.seconds / cfg.slice + 0.5), i, k;
+
+	if (slices < 1)
+		slices = 1;
+	slice = (uint64_t)(cfg.seconds / slices * 1e9);
+	for (i = 0; i < ntargets; i++)
+		run_start(&targets[i]);
+	if (ntargets == 1 && slices == 1) {
+		/* one server, one window: warm-up and measure back to back */
+		if (!targets[0].failed)
+			run_window(&targets[0], op, warm, slice);
+		return;
+	}
+	settle = slice / 5 < LOADGEN_SETTLE_NS ? slice / 5 : LOADGEN_SETTLE_NS;
+	for (i = 0; i < ntargets; i++)
+		if (!targets[i].failed && warm > 0)
+			run_window(&targets[i], op, warm, 0);
+	for (k = 0; k < slices; k++)
+		for (i = 0; i < ntargets; i++) {
+			struct loadgen_target *t = &targets[(k + i) % ntargets];
+
+			if (!t->failed)
+				run_window(t, op, settle, slice);
+		}
 }
 
 static void json_string(FILE *f, const char *s)
@@ -554,35 +647,39 @@ static void json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void report(enum loadgen_op op, int failed)
+/* report -- t's result for op: one JSON line on stdout, one human line on
+ * stderr. ops_per_s is over the time its windows measured (measured_s). */
+static void report(struct loadgen_target *t, enum loadgen_op op)
 {
-	double ops_s = cfg.seconds > 0 ? (double)run.ops / cfg.seconds : 0;
-	double p50 = hist_percentile(run.hist, run.ops, 0.50) / 1e3;
-	double p99 = hist_percentile(run.hist, run.ops, 0.99) / 1e3;
-	double p999 = hist_percentile(run.hist, run.ops, 0.999) / 1e3;
-	double mean = run.ops ? run.lat_sum / (double)run.ops / 1e3 : 0;
+	const struct loadgen_run *r = &t->run;
+	double ops_s = t->measured_s > 0 ? (double)r->ops / t->measured_s : 0;
+	double p50 = hist_percentile(r->hist, r->ops, 0.50) / 1e3;
+	double p99 = hist_percentile(r->hist, r->ops, 0.99) / 1e3;
+	double p999 = hist_percentile(r->hist, r->ops, 0.999) / 1e3;
+	double mean = r->ops ? r->lat_sum / (double)r->ops / 1e3 : 0;
 
 	printf("{\"label\":");
-	json_string(stdout, cfg.label);
+	json_string(stdout, t->label);
 	printf(",\"op\":\"%s\",\"host\":", loadgen_op_names[op]);
-	json_string(stdout, cfg.host);
+	json_string(stdout, t->host);
 	printf(",\"export\":");
-	json_string(stdout, cfg.export);
+	json_string(stdout, t->export);
 	printf(",\"conns\":%d,\"depth\":%d,\"warmup_s\":%g,\"seconds\":%g,"
-	    "\"ops\":%" PRIu64 ",\"ops_per_s\":%.1f,\"mean_us\":%.1f,"
-	    "\"p50_us\":%.1f,\"p99_us\":%.1f,\"p999_us\":%.1f,\"max_us\":%.1f,"
+	    "\"slices\":%d,\"ops\":%" PRIu64 ",\"ops_per_s\":%.1f,"
+	    "\"mean_us\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
+	    "\"p999_us\":%.1f,\"max_us\":%.1f,"
 	    "\"errors\":%" PRIu64 ",\"failed\":%s,\"first_error\":",
-	    cfg.conns, cfg.depth, cfg.warmup, cfg.seconds, run.ops, ops_s,
-	    mean, p50, p99, p999, (double)run.lat_max / 1e3, run.errors,
-	    failed ? "true" : "false");
-	json_string(stdout, run.first_error);
+	    cfg.conns, cfg.depth, cfg.warmup, t->measured_s, t->slices, r->ops,
+	    ops_s, mean, p50, p99, p999, (double)r->lat_max / 1e3, r->errors,
+	    t->failed ? "true" : "false");
+	json_string(stdout, r->first_error);
 	printf("}\n");
 	fflush(stdout);
 	fprintf(stderr, "loadgen: %s%s%-8s %dx%d %gs: %.0f ops/s, p50 %.1f us, "
 	    "p99 %.1f us, p999 %.1f us, %" PRIu64 " errors%s%s\n",
-	    cfg.label, cfg.label[0] ? " " : "", loadgen_op_names[op],
-	    cfg.conns, cfg.depth, cfg.seconds, ops_s, p50, p99, p999,
-	    run.errors, run.first_error[0] ? ": " : "", run.first_error);
+	    t->label, t->label[0] ? " " : "", loadgen_op_names[op],
+	    cfg.conns, cfg.depth, t->measured_s, ops_s, p50, p99, p999,
+	    r->errors, r->first_error[0] ? ": " : "", r->first_error);
 }
 
 /* ---- synchronous calls, for set-up and clean-up ---- */
@@ -725,14 +822,14 @@ static struct rpc_context *connect_to(int port, int program, int version)
 		fprintf(stderr, "loadgen: rpc_init_context failed\n");
 		return NULL;
 	}
-	if (rpc_connect_port_async(rpc, cfg.host, port, program, version,
+	if (rpc_connect_port_async(rpc, T->host, port, program, version,
 	    sync_connect_cb, &w) != 0) {
-		fprintf(stderr, "loadgen: connect %s:%d: %s\n", cfg.host, port,
+		fprintf(stderr, "loadgen: connect %s:%d: %s\n", T->host, port,
 		    rpc_get_error(rpc));
 		rpc_destroy_context(rpc);
 		return NULL;
 	}
-	snprintf(what, sizeof(what), "connect %s:%d", cfg.host, port);
+	snprintf(what, sizeof(what), "connect %s:%d", T->host, port);
 	if (sync_wait(rpc, &w, what) < 0) {
 		rpc_destroy_context(rpc);
 		return NULL;
@@ -746,10 +843,10 @@ static int do_mount(void)
 	struct sync_call w = { 0 };
 	int rc = -1;
 
-	rpc = connect_to(cfg.mount_port, MOUNT_PROGRAM, MOUNT_V3);
+	rpc = connect_to(T->mount_port, MOUNT_PROGRAM, MOUNT_V3);
 	if (rpc == NULL)
 		return -1;
-	if (rpc_mount3_mnt_async(rpc, sync_mnt_cb, (char *)cfg.export,
+	if (rpc_mount3_mnt_async(rpc, sync_mnt_cb, (char *)T->export,
 	    &w) != 0) {
 		fprintf(stderr, "loadgen: MNT: %s\n", rpc_get_error(rpc));
 		goto out;
@@ -758,12 +855,12 @@ static int do_mount(void)
 		goto out;
 	if (w.nfs_status != MNT3_OK) {
 		fprintf(stderr, "loadgen: MNT %s: refused, mountstat3 %d%s\n",
-		    cfg.export, w.nfs_status,
+		    T->export, w.nfs_status,
 		    w.nfs_status == MNT3ERR_ACCES ? " (MNT3ERR_ACCES)" :
 		    w.nfs_status == MNT3ERR_NOENT ? " (MNT3ERR_NOENT)" : "");
 		goto out;
 	}
-	root_fh = w.fh;
+	T->root_fh = w.fh;
 	rc = 0;
 out:
 	rpc_destroy_context(rpc);
@@ -776,7 +873,7 @@ static int sync_create(struct rpc_context *rpc, const char *name)
 	CREATE3args a;
 
 	memset(&a, 0, sizeof(a));
-	a.where.dir = root_fh;
+	a.where.dir = T->root_fh;
 	a.where.name = (char *)name;
 	a.how.mode = UNCHECKED;
 	a.how.createhow3_u.obj_attributes.mode.set_it = 1;
@@ -792,7 +889,7 @@ static int sync_lookup(struct rpc_context *rpc, const char *name, nfs_fh3 *fh)
 	struct sync_call w = { 0 };
 	LOOKUP3args a;
 
-	a.what.dir = root_fh;
+	a.what.dir = T->root_fh;
 	a.what.name = (char *)name;
 	if (rpc_nfs3_lookup_async(rpc, sync_lookup_cb, &a, &w) != 0 ||
 	    sync_wait(rpc, &w, "LOOKUP") < 0 ||
@@ -807,7 +904,7 @@ static int sync_remove(struct rpc_context *rpc, const char *name)
 	struct sync_call w = { 0 };
 	REMOVE3args a;
 
-	a.object.dir = root_fh;
+	a.object.dir = T->root_fh;
 	a.object.name = (char *)name;
 	if (rpc_nfs3_remove_async(rpc, sync_nfs_cb, &a, &w) != 0 ||
 	    sync_wait(rpc, &w, "REMOVE") < 0)
@@ -849,7 +946,7 @@ static int fill_file(struct rpc_context *rpc, nfs_fh3 *fh, const char *name)
 /* setup -- create what the ops need: names for LOOKUP, data files */
 static int setup(const int *ops, int nops)
 {
-	struct rpc_context *rpc = conns[0].rpc;
+	struct rpc_context *rpc = T->conns[0].rpc;
 	int need_names = 0, need_files = 0, i;
 
 	for (i = 0; i < nops; i++) {
@@ -862,7 +959,7 @@ static int setup(const int *ops, int nops)
 				return -1;
 	if (need_files)
 		for (i = 0; i < cfg.conns; i++) {
-			struct loadgen_conn *c = &conns[i];
+			struct loadgen_conn *c = &T->conns[i];
 
 			if (sync_create(rpc, c->file_name) < 0 ||
 			    sync_lookup(rpc, c->file_name, &c->file) < 0 ||
@@ -875,7 +972,7 @@ static int setup(const int *ops, int nops)
 /* cleanup -- remove what setup and the CREATE slots may have left */
 static void cleanup(const int *ops, int nops)
 {
-	struct rpc_context *rpc = conns[0].rpc;
+	struct rpc_context *rpc = T->conns[0].rpc;
 	int i, j, k;
 
 	for (k = 0; k < nops; k++) {
@@ -887,10 +984,10 @@ static void cleanup(const int *ops, int nops)
 		case LOADGEN_READ:
 		case LOADGEN_WRITE:
 			for (i = 0; i < cfg.conns; i++)
-				if (conns[i].file.data.data_val) {
-					sync_remove(rpc, conns[i].file_name);
-					free(conns[i].file.data.data_val);
-					conns[i].file.data.data_val = NULL;
+				if (T->conns[i].file.data.data_val) {
+					sync_remove(rpc, T->conns[i].file_name);
+					free(T->conns[i].file.data.data_val);
+					T->conns[i].file.data.data_val = NULL;
 				}
 			break;
 		default:
@@ -905,8 +1002,8 @@ static void cleanup(const int *ops, int nops)
 					struct sync_call w = { 0 };
 					REMOVE3args a;
 
-					a.object.dir = root_fh;
-					a.object.name = conns[i].slots[j].name;
+					a.object.dir = T->root_fh;
+					a.object.name = T->conns[i].slots[j].name;
 					if (rpc_nfs3_remove_async(rpc,
 					    sync_nfs_cb, &a, &w) == 0)
 						sync_wait(rpc, &w, "REMOVE");
@@ -916,11 +1013,107 @@ static void cleanup(const int *ops, int nops)
 static void usage(void)
 {
 	fprintf(stderr,
-	    "usage: loadgen -H host -n nfsport -m mountport -e /export\n"
+	    "usage: loadgen -H host -n nfsport -m mountport -e /export [-l label]\n"
 	    "               [-c conns] [-d depth] [-t seconds] [-w warmup]\n"
-	    "               [-o op[,op..]] [-l label] [-k]\n"
-	    "ops: null getattr lookup read write create (CREATE+REMOVE)\n");
+	    "               [-o op[,op..]] [-k]\n"
+	    "       loadgen [-H host] -T label:nfsport:mountport:/export\n"
+	    "               [-T ...] [-s slice] [the options above]\n"
+	    "ops: null getattr lookup read write create (CREATE+REMOVE)\n"
+	    "-T, once per server: the servers take turns in slices of\n"
+	    "   -s seconds (0.25) until each had -t seconds\n");
 	exit(2);
+}
+
+/* parse_target -- "label:nfsport:mountport:/export" into a new target */
+static void parse_target(char *arg, const char *host)
+{
+	struct loadgen_target *t;
+	char *label = arg, *nfs, *mnt, *exp;
+
+	if (ntargets == LOADGEN_MAX_TARGETS)
+		usage();
+	if ((nfs = strchr(label, ':')) == NULL)
+		usage();
+	*nfs++ = '\0';
+	if ((mnt = strchr(nfs, ':')) == NULL)
+		usage();
+	*mnt++ = '\0';
+	if ((exp = strchr(mnt, ':')) == NULL)
+		usage();
+	*exp++ = '\0';
+	t = &targets[ntargets++];
+	t->label = label;
+	t->host = host;
+	t->nfs_port = atoi(nfs);
+	t->mount_port = atoi(mnt);
+	t->export = exp;
+}
+
+/* target_open -- mount t's export, connect its connections, set up what
+ * ops need. -1 (and t->failed) when any of it failed. */
+static int target_open(struct loadgen_target *t, const int *ops, int nops,
+    pid_t pid)
+{
+	int i, j;
+
+	T = t;
+	if (do_mount() < 0)
+		goto failed;
+	T->conns = calloc((size_t)cfg.conns, sizeof(*T->conns));
+	if (T->conns == NULL)
+		goto failed;
+	for (i = 0; i < cfg.conns; i++) {
+		struct loadgen_conn *c = &T->conns[i];
+
+		c->idx = i;
+		c->rand = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ (uint64_t)pid;
+		snprintf(c->file_name, sizeof(c->file_name), "lg%d.d%d",
+		    (int)pid, i);
+		c->slots = calloc((size_t)cfg.depth, sizeof(*c->slots));
+		if (c->slots == NULL)
+			goto failed;
+		for (j = 0; j < cfg.depth; j++) {
+			c->slots[j].conn = c;
+			snprintf(c->slots[j].name, sizeof(c->slots[j].name),
+			    "lg%d.c%d.%d", (int)pid, i, j);
+		}
+		c->rpc = connect_to(T->nfs_port, NFS_PROGRAM, NFS_V3);
+		if (c->rpc == NULL)
+			goto failed;
+		/* distinct xids across connections, for the server's DRC */
+		rpc_set_next_xid(c->rpc, (uint32_t)(i + 1) << 24 ^
+		    (uint32_t)pid << 8);
+	}
+	if (setup(ops, nops) < 0) {
+		fprintf(stderr, "loadgen: %s%sset-up failed\n", T->label,
+		    T->label[0] ? ": " : "");
+		goto failed;
+	}
+	return 0;
+failed:
+	T->failed = 1;
+	snprintf(T->run.first_error, sizeof(T->run.first_error),
+	    "set-up failed");
+	return -1;
+}
+
+static void target_close(struct loadgen_target *t, const int *ops, int nops)
+{
+	int i;
+
+	T = t;
+	if (!cfg.keep && !t->failed && t->conns)
+		cleanup(ops, nops);
+	if (t->conns) {
+		for (i = 0; i < cfg.conns; i++) {
+			if (t->conns[i].rpc)
+				rpc_destroy_context(t->conns[i].rpc);
+			free(t->conns[i].slots);
+			free(t->conns[i].file.data.data_val);
+		}
+		free(t->conns);
+	}
+	free(t->root_fh.data.data_val);
 }
 
 static int parse_ops(char *list, int *ops)
@@ -947,32 +1140,61 @@ static int parse_ops(char *list, int *ops)
 int main(int argc, char **argv)
 {
 	static char default_ops[] = "null,getattr,lookup,read,write,create";
+	struct loadgen_target *one = &targets[0];
 	int ops[LOADGEN_NOPS * 4];
-	int nops, opt, i, j, rc = 0;
+	int nops, opt, i, k, rc = 0, sliced = 0;
 	char *oplist = default_ops;
+	const char *host = "127.0.0.1";
+	char *targ[LOADGEN_MAX_TARGETS];
+	int ntarg = 0;
 	pid_t pid = getpid();
 
-	while ((opt = getopt(argc, argv, "H:n:m:e:c:d:t:w:o:l:k")) != -1) {
+	one->host = host;
+	one->export = "/";
+	one->label = "";
+	while ((opt = getopt(argc, argv, "H:n:m:e:c:d:t:w:o:l:kT:s:")) != -1) {
 		switch (opt) {
-		case 'H': cfg.host = optarg; break;
-		case 'n': cfg.nfs_port = atoi(optarg); break;
-		case 'm': cfg.mount_port = atoi(optarg); break;
-		case 'e': cfg.export = optarg; break;
+		case 'H': host = one->host = optarg; break;
+		case 'n': one->nfs_port = atoi(optarg); break;
+		case 'm': one->mount_port = atoi(optarg); break;
+		case 'e': one->export = optarg; break;
 		case 'c': cfg.conns = atoi(optarg); break;
 		case 'd': cfg.depth = atoi(optarg); break;
 		case 't': cfg.seconds = atof(optarg); break;
 		case 'w': cfg.warmup = atof(optarg); break;
 		case 'o': oplist = optarg; break;
-		case 'l': cfg.label = optarg; break;
+		case 'l': one->label = optarg; break;
 		case 'k': cfg.keep = 1; break;
+		case 'T':
+			if (ntarg == LOADGEN_MAX_TARGETS)
+				usage();
+			targ[ntarg++] = optarg;
+			break;
+		case 's': cfg.slice = atof(optarg); sliced = 1; break;
 		default: usage();
 		}
 	}
-	if (optind != argc || cfg.nfs_port <= 0 || cfg.nfs_port > 65535 ||
-	    cfg.mount_port <= 0 || cfg.mount_port > 65535 ||
+	if (ntarg > 0) {
+		/* -T: the single-server options name no server */
+		if (one->nfs_port || one->mount_port)
+			usage();
+		memset(one, 0, sizeof(*one));
+		for (i = 0; i < ntarg; i++)
+			parse_target(targ[i], host);
+	} else {
+		ntargets = 1;
+		if (!sliced)
+			cfg.slice = cfg.seconds;	/* one window, as ever */
+	}
+	for (i = 0; i < ntargets; i++)
+		if (targets[i].nfs_port <= 0 || targets[i].nfs_port > 65535 ||
+		    targets[i].mount_port <= 0 ||
+		    targets[i].mount_port > 65535)
+			usage();
+	if (optind != argc ||
 	    cfg.conns < 1 || cfg.conns > LOADGEN_MAX_CONNS ||
 	    cfg.depth < 1 || cfg.depth > LOADGEN_MAX_DEPTH ||
-	    !(cfg.seconds > 0) || cfg.warmup < 0)
+	    !(cfg.seconds > 0) || cfg.warmup < 0 || !(cfg.slice > 0))
 		usage();
 	nops = parse_ops(oplist, ops);
 
@@ -981,52 +1203,18 @@ int main(int argc, char **argv)
 		snprintf(lookup_names[i], sizeof(lookup_names[i]),
 		    "lg%d.n%d", (int)pid, i);
 
-	if (do_mount() < 0)
-		return 1;
-	conns = calloc((size_t)cfg.conns, sizeof(*conns));
-	if (conns == NULL)
-		return 1;
-	for (i = 0; i < cfg.conns; i++) {
-		struct loadgen_conn *c = &conns[i];
-
-		c->idx = i;
-		c->rand = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1) ^ (uint64_t)pid;
-		snprintf(c->file_name, sizeof(c->file_name), "lg%d.d%d",
-		    (int)pid, i);
-		c->slots = calloc((size_t)cfg.depth, sizeof(*c->slots));
-		if (c->slots == NULL)
-			return 1;
-		for (j = 0; j < cfg.depth; j++) {
-			c->slots[j].conn = c;
-			snprintf(c->slots[j].name, sizeof(c->slots[j].name),
-			    "lg%d.c%d.%d", (int)pid, i, j);
-		}
-		c->rpc = connect_to(cfg.nfs_port, NFS_PROGRAM, NFS_V3);
-		if (c->rpc == NULL)
-			return 1;
-		/* distinct xids across connections, for the server's DRC */
-		rpc_set_next_xid(c->rpc, (uint32_t)(i + 1) << 24 ^
-		    (uint32_t)pid << 8);
-	}
-	if (setup(ops, nops) < 0) {
-		fprintf(stderr, "loadgen: set-up failed\n");
-		rc = 1;
-		goto out;
-	}
-	for (i = 0; i < nops; i++) {
-		int failed = run_op(ops[i]) < 0;
-
-		report(ops[i], failed);
-		if (failed) {
+	for (i = 0; i < ntargets; i++)
+		if (target_open(&targets[i], ops, nops, pid) < 0)
 			rc = 1;
-			break;
+	for (k = 0; k < nops; k++) {
+		run_interleaved(ops[k]);
+		for (i = 0; i < ntargets; i++) {
+			report(&targets[i], ops[k]);
+			if (targets[i].failed)
+				rc = 1;
 		}
 	}
-	if (!cfg.keep && rc == 0)
-		cleanup(ops, nops);
-out:
-	for (i = 0; i < cfg.conns; i++)
-		if (conns[i].rpc)
-			rpc_destroy_context(conns[i].rpc);
+	for (i = 0; i < ntargets; i++)
+		target_close(&targets[i], ops, nops);
 	return rc;
 }
