@@ -11,8 +11,8 @@ rpcbind nfs-common procps iproute2 util-linux e2fsprogs python3"
 # (the machine image may bring its own Node.js; Debian's otherwise)
 command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 # extra packages the tests (PRESTO_DEPS=test: a browser, qemu for the kernel
-# client) or the benchmark need
-[ "${PRESTO_DEPS:-}" = test ] && PKGS="$PKGS chromium qemu-system-x86 busybox-static binutils bindfs"
+# client, gdb to stop the server at a chosen point) or the benchmark need
+[ "${PRESTO_DEPS:-}" = test ] && PKGS="$PKGS chromium qemu-system-x86 busybox-static binutils bindfs gdb"
 PKGS="$PKGS ${PRESTO_EXTRA_PKGS:-}"
 
 missing=""

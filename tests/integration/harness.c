@@ -571,6 +571,26 @@ static int it_server_halt(struct it_server *s, int sig)
 	return rc;
 }
 
+int it_server_restart_killed(struct it_server *s)
+{
+	long long deadline = it_now_ms() + 10000;
+	pid_t w = 0;
+	int st = 0;
+
+	if (s->pid <= 0 || s->ganesha)
+		return -1;
+	while (it_now_ms() < deadline && (w = waitpid(s->pid, &st, WNOHANG)) == 0)
+		usleep(20 * 1000);
+	if (w != s->pid || !WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
+		fprintf(stderr, "integration: the server was to be killed (SIGKILL): %s 0x%x\n",
+			w == s->pid ? "status" : "still running,", st);
+		return -1;
+	}
+	s->exit_status = st;
+	s->pid = -1;
+	return it_server_restart_after(s, SIGKILL, NULL);	/* nothing left to kill */
+}
+
 int it_server_restart(struct it_server *s, int sig)
 {
 	return it_server_restart_after(s, sig, NULL);

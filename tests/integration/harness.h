@@ -155,6 +155,10 @@ int it_server_restart(struct it_server *s, int sig);
 /* it_server_restart_after -- the same, calling BETWEEN (when not NULL) once
  * the server is down: to change the backing tree as a power cut would */
 int it_server_restart_after(struct it_server *s, int sig, void (*between)(struct it_server *s));
+/* it_server_restart_killed -- start again a presto-nfsd that something
+ * else killed (a debugger): it must be dead by SIGKILL within 10 s; 0 or
+ * -1 */
+int it_server_restart_killed(struct it_server *s);
 /* it_server_reload -- rewrite the exports file and send SIGHUP (presto) */
 int it_server_reload(struct it_server *s, const struct it_export *ex, int n);
 /* it_server_running -- the server process has not exited */
