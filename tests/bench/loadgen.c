@@ -157,7 +157,7 @@ static struct {
 	.depth = 16,
 	.seconds = 5,
 	.warmup = 1,
-	.slice = 0.25,
+	.slice = 0,	/* -s; unset: 0.25 s with -T, else all of -t */
 };
 
 static struct loadgen_target targets[LOADGEN_MAX_TARGETS];
@@ -591,9 +591,9 @@ static void run_start(struct loadgen_target *t)
 }
 
 /*
- * run_interleaved -- op on every target that is still sound: a warm-up
- * window each, then cfg.seconds each in slices of cfg.slice, the targets
- * taking turns slice by slice. This machine is shared and its speed drifts
+ * run_interleaved -- op on every target that is still sound: cfg.seconds
+ * each in slices of cfg.slice (one slice without -s and -T), the targets
+ * taking turns slice by slice, the first slice of each after its warm-up. This machine is shared and its speed drifts
  * over seconds; with the servers' windows a fraction of a second apart, a
  * slow moment falls on all of them alike instead of on the one that ran
  * then. Two things keep the turns fair: a server that follows another
@@ -614,22 +614,14 @@ static void run_interleaved(enum loadgen_op op)
 	slice = (uint64_t)(cfg.seconds / slices * 1e9);
 	for (i = 0; i < ntargets; i++)
 		run_start(&targets[i]);
-	if (ntargets == 1 && slices == 1) {
-		/* one server, one window: warm-up and measure back to back */
-		if (!targets[0].failed)
-			run_window(&targets[0], op, warm, slice);
-		return;
-	}
 	settle = slice / 5 < LOADGEN_SETTLE_NS ? slice / 5 : LOADGEN_SETTLE_NS;
-	for (i = 0; i < ntargets; i++)
-		if (!targets[i].failed && warm > 0)
-			run_window(&targets[i], op, warm, 0);
 	for (k = 0; k < slices; k++)
 		for (i = 0; i < ntargets; i++) {
 			struct loadgen_target *t = &targets[(k + i) % ntargets];
 
+			/* a target's first window warms it up, the others settle */
 			if (!t->failed)
-				run_window(t, op, settle, slice);
+				run_window(t, op, k == 0 ? warm : settle, slice);
 		}
 }
 
@@ -1025,7 +1017,7 @@ static void usage(void)
 }
 
 /* parse_target -- "label:nfsport:mountport:/export" into a new target */
-static void parse_target(char *arg, const char *host)
+static void parse_target(char *arg)
 {
 	struct loadgen_target *t;
 	char *label = arg, *nfs, *mnt, *exp;
@@ -1043,7 +1035,6 @@ static void parse_target(char *arg, const char *host)
 	*exp++ = '\0';
 	t = &targets[ntargets++];
 	t->label = label;
-	t->host = host;
 	t->nfs_port = atoi(nfs);
 	t->mount_port = atoi(mnt);
 	t->export = exp;
@@ -1140,57 +1131,47 @@ static int parse_ops(char *list, int *ops)
 int main(int argc, char **argv)
 {
 	static char default_ops[] = "null,getattr,lookup,read,write,create";
-	struct loadgen_target *one = &targets[0];
+	struct loadgen_target one = { .export = "/", .label = "" };
 	int ops[LOADGEN_NOPS * 4];
-	int nops, opt, i, k, rc = 0, sliced = 0;
+	int nops, opt, i, k, rc = 0;
 	char *oplist = default_ops;
 	const char *host = "127.0.0.1";
-	char *targ[LOADGEN_MAX_TARGETS];
-	int ntarg = 0;
 	pid_t pid = getpid();
 
-	one->host = host;
-	one->export = "/";
-	one->label = "";
 	while ((opt = getopt(argc, argv, "H:n:m:e:c:d:t:w:o:l:kT:s:")) != -1) {
 		switch (opt) {
-		case 'H': host = one->host = optarg; break;
-		case 'n': one->nfs_port = atoi(optarg); break;
-		case 'm': one->mount_port = atoi(optarg); break;
-		case 'e': one->export = optarg; break;
+		case 'H': host = optarg; break;
+		case 'n': one.nfs_port = atoi(optarg); break;
+		case 'm': one.mount_port = atoi(optarg); break;
+		case 'e': one.export = optarg; break;
 		case 'c': cfg.conns = atoi(optarg); break;
 		case 'd': cfg.depth = atoi(optarg); break;
 		case 't': cfg.seconds = atof(optarg); break;
 		case 'w': cfg.warmup = atof(optarg); break;
 		case 'o': oplist = optarg; break;
-		case 'l': one->label = optarg; break;
+		case 'l': one.label = optarg; break;
 		case 'k': cfg.keep = 1; break;
-		case 'T':
-			if (ntarg == LOADGEN_MAX_TARGETS)
-				usage();
-			targ[ntarg++] = optarg;
-			break;
-		case 's': cfg.slice = atof(optarg); sliced = 1; break;
+		case 'T': parse_target(optarg); break;
+		case 's': cfg.slice = atof(optarg); break;
 		default: usage();
 		}
 	}
-	if (ntarg > 0) {
-		/* -T: the single-server options name no server */
-		if (one->nfs_port || one->mount_port)
-			usage();
-		memset(one, 0, sizeof(*one));
-		for (i = 0; i < ntarg; i++)
-			parse_target(targ[i], host);
-	} else {
-		ntargets = 1;
-		if (!sliced)
+	if (ntargets == 0) {
+		targets[ntargets++] = one;
+		if (cfg.slice == 0)
 			cfg.slice = cfg.seconds;	/* one window, as ever */
+	} else if (one.nfs_port || one.mount_port) {
+		usage();	/* -T names every server */
+	} else if (cfg.slice == 0) {
+		cfg.slice = 0.25;
 	}
-	for (i = 0; i < ntargets; i++)
+	for (i = 0; i < ntargets; i++) {
+		targets[i].host = host;
 		if (targets[i].nfs_port <= 0 || targets[i].nfs_port > 65535 ||
 		    targets[i].mount_port <= 0 ||
 		    targets[i].mount_port > 65535)
 			usage();
+	}
 	if (optind != argc ||
 	    cfg.conns < 1 || cfg.conns > LOADGEN_MAX_CONNS ||
 	    cfg.depth < 1 || cfg.depth > LOADGEN_MAX_DEPTH ||

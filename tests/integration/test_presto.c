@@ -697,13 +697,19 @@ static void test_create_cannot_truncate_a_mount(void **state)
 static uint8_t saved_mark[16];
 static char kept_data[5000];
 
-static bool log_says(const struct it_server *s, const char *what)
+/* file_says -- file path holds text what */
+static bool file_says(const char *path, const char *what)
 {
 	size_t len;
-	char *p = it_read_file(s->log, &len);
+	char *p = it_read_file(path, &len);
 	bool yes = p && strstr(p, what);
 	free(p);
 	return yes;
+}
+
+static bool log_says(const struct it_server *s, const char *what)
+{
+	return file_says(s->log, what);
 }
 
 static bool state_has(const struct it_server *s, const char *name)
@@ -3405,13 +3411,9 @@ static int gdb_kill_at_remove(const char *out)
 		_exit(127);
 	}
 	for (long long end = now_ms() + 60000; now_ms() < end; usleep(50 * 1000)) {
-		size_t len;
-		char *o = it_read_file(out, &len);
-		bool running = o && strstr(o, "gdb: running on"), refused = o && strstr(o, "ptrace:");
-		free(o);
-		if (running)
+		if (file_says(out, "gdb: running on"))
 			return 0;
-		if (refused)
+		if (file_says(out, "ptrace:"))
 			return -1;
 		if (waitpid(gdb_pid, NULL, WNOHANG) == gdb_pid) {
 			gdb_pid = -1;
@@ -3467,11 +3469,7 @@ static void test_kill_between_apply_and_append(void **state)
 			gdb_pid = -1;
 	}
 	it_rpc_close(rpc);
-	size_t len;
-	char *o = it_read_file(out, &len);
-	bool stopped = o && strstr(o, "Breakpoint 1, presto_commit");
-	free(o);
-	if (gdb_pid > 0 || !stopped) {
+	if (gdb_pid > 0 || !file_says(out, "Breakpoint 1, presto_commit")) {
 		o_print(out);
 		fail_msg("gdb did not stop the server at the REMOVE's append (its output above)");
 	}
