@@ -136,15 +136,19 @@ static const char *nvlog_rec_shape(const struct nvlog_rec_hdr *h, uint64_t rem)
 /*
  * nvlog_rec_valid -- section 5 for the record expected at pos (LSN n, epoch
  * at least e). Returns NULL when valid, else the name of the failed rule.
+ * The header is judged from a copy, which *out receives (when not NULL):
+ * what the caller goes on with is what was checked, even if the mapping
+ * changes meanwhile (its length bounds every read of the payload).
  */
 static const char *nvlog_rec_valid(const struct nvlog_view *v, const uint8_t *area,
-    uint64_t pos, uint64_t n, uint32_t e, uint64_t limit)
+    uint64_t pos, uint64_t n, uint32_t e, uint64_t limit, struct nvlog_rec_hdr *out)
 {
 	uint64_t L = v->sb.area_len, off = pos % L, rem = L - off;
-	struct nvlog_rec_hdr h;
+	struct nvlog_rec_hdr h0, *hp = out ? out : &h0, h;
 	const char *why;
 
-	memcpy(&h, area + off, sizeof(h));
+	memcpy(hp, area + off, sizeof(*hp));
+	h = *hp;
 	if ((why = nvlog_rec_shape(&h, rem)))
 		return why;
 	/* a pad fills the end of the area that a record did not fit in: at
@@ -170,8 +174,8 @@ bool nvlog_pad_skip(const struct nvlog_view *v, uint64_t pos, uint64_t n, uint32
 	const uint8_t *area = v->base + v->sb.area_off;
 	uint64_t L = v->sb.area_len, off = pos % L, rem = L - off;
 
-	return off != 0 && nvlog_rec_valid(v, area, pos, n, e, limit) &&
-	    !nvlog_rec_valid(v, area, pos + rem, n, e, limit) &&
+	return off != 0 && nvlog_rec_valid(v, area, pos, n, e, limit, NULL) &&
+	    !nvlog_rec_valid(v, area, pos + rem, n, e, limit, NULL) &&
 	    ((const struct nvlog_rec_hdr *)area)->type != NVLOG_TYPE_PAD;
 }
 
@@ -251,18 +255,19 @@ int nvlog_walk(const struct nvlog_view *v, uint64_t max_lsn,
 			pos += rem; /* implicit wrap */
 			continue;
 		}
-		why = nvlog_rec_valid(v, area, pos, n, e, limit);
+		struct nvlog_rec_hdr hc;
+		why = nvlog_rec_valid(v, area, pos, n, e, limit, &hc);
 		if (why && nvlog_pad_skip(v, pos, n, e, limit)) {
 			/* a damaged pad: record n is whole at the start of the area,
 			 * where only a wrap can have put it (section 5) */
 			pos += rem;
-			why = NULL;
+			why = nvlog_rec_valid(v, area, pos, n, e, limit, &hc);
 		}
 		if (why)
 			break;
 		off = pos % L;
 		rem = L - off;
-		const struct nvlog_rec_hdr *h = (const void *)(area + off);
+		const struct nvlog_rec_hdr *h = &hc;	/* as checked */
 		e = h->epoch;
 		if (h->type == NVLOG_TYPE_PAD) {
 			pos += rem;

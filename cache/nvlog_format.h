@@ -226,7 +226,7 @@ struct nvlog_view {
 
 /* one record as the walker found it */
 struct nvlog_walk_rec {
-	const struct nvlog_rec_hdr *hdr;
+	const struct nvlog_rec_hdr *hdr; /* a copy, as checked: valid during the callback */
 	const uint8_t *payload;
 	uint64_t pos;         /* logical position */
 	uint64_t off;         /* offset in the area */
