@@ -1003,8 +1003,13 @@ static int rd_scan_cb(void *arg, const struct nvlog_rec *rec)
 	kh_from_plog(&d->was, &o);
 	if (nmacs != 1 || !plog_kh_ok(&d->obj.kh) || !plog_kh_ok(&d->was) ||
 	    !fh_mac_ok(d->obj.export_id, &n, macs[0])) {
+		/* not followed; and an error of the replay, as any record whose
+		 * MAC fails: without the redirect, the records that use the
+		 * handle it stood for would be skipped as of an object removed
+		 * later, and their changes lost without a word */
+		CNT_ADD(rec_errors, 1);
 		log_warnx("NVRAM log record LSN %llu: a redirect without a MAC that checks out "
-			  "ignored (a record this appliance did not write)",
+			  "(a record this appliance did not write): not followed",
 			  (unsigned long long)rec->lsn);
 	} else if (!sc->err) {
 		sc->err = rd_add(d->obj.export_id, &o, &n, false, rec->epoch);
@@ -2832,6 +2837,10 @@ static int replay_rename(struct replay_ctx *rc, const plog_rename *r)
 {
 	if (!name_ok(r->fromname) || !name_ok(r->toname))
 		return -EINVAL;
+	/* no client can move an object from one export into another
+	 * (NFS3ERR_XDEV): a record that does, this appliance did not write */
+	if (r->fromdir.export_id != r->todir.export_id)
+		return -EXDEV;
 	int fdir = resolve(rc, &r->fromdir, 0, NULL);
 	int e = 0;
 
@@ -2878,6 +2887,8 @@ static int replay_link(struct replay_ctx *rc, const plog_link *l)
 	int e = 0;
 	if (!name_ok(l->name))
 		return -EINVAL;
+	if (l->file.export_id != l->dir.export_id)
+		return -EXDEV;	/* as a RENAME's (NFS3ERR_XDEV) */
 	int dfd = resolve(rc, &l->dir, 1, NULL);
 
 	if (dfd < 0)

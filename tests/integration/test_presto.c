@@ -1907,6 +1907,202 @@ static void test_record_outside_export_is_refused(void **state)
 	}
 }
 
+/* a RENAME or LINK record across two exports of one filesystem, CRC-valid,
+ * with the right MACs of both directories (as a client's handles carry
+ * them): no client can cause one (NFS3ERR_XDEV), so a replay refuses it
+ * rather than move or link a file from one export into the other */
+static struct it_fh cross_a, cross_b, cross_x;
+static int cross_link;
+
+/* put_kh -- an NFS handle's kernel handle as plog_kh {type, bytes<>} */
+static size_t put_kh(uint8_t *buf, const struct it_fh *f)
+{
+	unsigned ol = f->data[1];
+	uint32_t w[2] = { htonl((uint32_t)f->data[8] << 24 | (uint32_t)f->data[9] << 16 |
+				(uint32_t)f->data[10] << 8 | f->data[11]),
+			  htonl(ol) };
+
+	memcpy(buf, w, 8);
+	memset(buf + 8, 0, (ol + 3) & ~3u);
+	memcpy(buf + 8, f->data + 12, ol);
+	return 8 + ((ol + 3) & ~3u);
+}
+
+static size_t put_u32(uint8_t *buf, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(buf, &v, 4);
+	return 4;
+}
+
+static size_t put_name(uint8_t *buf, const char *name)
+{
+	size_t l = strlen(name), n = put_u32(buf, (uint32_t)l);
+
+	memset(buf + n, 0, (l + 3) & ~3u);
+	memcpy(buf + n, name, l);
+	return n + ((l + 3) & ~3u);
+}
+
+static uint32_t export_id_of(const struct it_fh *f)
+{
+	return (uint32_t)f->data[4] << 24 | (uint32_t)f->data[5] << 16 |
+	       (uint32_t)f->data[6] << 8 | f->data[7];
+}
+
+static void append_cross_record(struct it_server *s)
+{
+	char path[600];
+	struct nvlog_opts o;
+	struct nvlog *log;
+	uint64_t lsn;
+	uint8_t buf[512];
+	size_t n = 0;
+
+	if (cross_link) {
+		/* PLOG_LINK {file {export a, x}, dir {export b}, name "y"} */
+		n += put_u32(buf + n, 6);
+		n += put_u32(buf + n, export_id_of(&cross_x));
+		n += put_kh(buf + n, &cross_x);
+		n += put_u32(buf + n, export_id_of(&cross_b));
+		n += put_kh(buf + n, &cross_b);
+		n += put_name(buf + n, "y");
+	} else {
+		/* PLOG_RENAME {fromdir {export a}, "x", todir {export b}, "y",
+		 * source x, replaced FALSE, target {0, <>}, FALSE, FALSE} */
+		n += put_u32(buf + n, 5);
+		n += put_u32(buf + n, export_id_of(&cross_a));
+		n += put_kh(buf + n, &cross_a);
+		n += put_name(buf + n, "x");
+		n += put_u32(buf + n, export_id_of(&cross_b));
+		n += put_kh(buf + n, &cross_b);
+		n += put_name(buf + n, "y");
+		n += put_kh(buf + n, &cross_x);
+		n += put_u32(buf + n, 0);
+		n += put_u32(buf + n, 0);
+		n += put_u32(buf + n, 0);
+		n += put_u32(buf + n, 0);
+		n += put_u32(buf + n, 0);
+	}
+	n += put_u32(buf + n, 0);	/* drc_key<0> */
+	n += put_u32(buf + n, 0);	/* reply<0> */
+	/* plog_macs: the MACs of the op's two objects, from their handles */
+	const struct it_fh *m0 = cross_link ? &cross_x : &cross_a;
+	n += put_u32(buf + n, 32);
+	memcpy(buf + n, m0->data + m0->len - 16, 16);
+	memcpy(buf + n + 16, cross_b.data + cross_b.len - 16, 16);
+	n += 32;
+	snprintf(path, sizeof(path), "%s/nvram.log", s->dir);
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(nvlog_open(path, &o, &log), 0);
+	struct iovec iov = { buf, n };
+	assert_int_equal(nvlog_append(log, cross_link ? 6 : 5, &iov, 1, &lsn), 0);
+	nvlog_close(log, false);
+}
+
+static void test_record_across_exports_is_refused(void **state)
+{
+	const struct it_export ex[] = {
+		{ "a", "127.0.0.1(rw,insecure,no_root_squash)" },
+		{ "b", "127.0.0.1(rw,insecure,no_root_squash)" },
+	};
+	char b_path[600], y_path[700];
+	struct rpc_context *m, *rpc;
+
+	it_presto_only();
+	(void)state;
+	for (cross_link = 0; cross_link < 2; cross_link++) {
+		it_res_init(&r);
+		replay_always_no_destage();
+		assert_int_equal(it_server_startv(&srv, ex, 2, 0), 0);
+		snprintf(b_path, sizeof(b_path), "%s/b", srv.dir);
+		snprintf(y_path, sizeof(y_path), "%s/y", b_path);
+		m = it_rpc_connect(&srv, MOUNT_PROG, 3);
+		assert_non_null(m);
+		assert_int_equal(it_mnt(m, srv.export, &cross_a), MNT3_OK);
+		assert_int_equal(it_mnt(m, b_path, &cross_b), MNT3_OK);
+		it_rpc_close(m);
+		assert_int_not_equal(export_id_of(&cross_a), export_id_of(&cross_b));
+		rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+		assert_non_null(rpc);
+		assert_int_equal(it_create(rpc, &cross_a, "x", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+		cross_x = r.fh;
+		/* what a client gets for the same change */
+		int st = cross_link ? it_link(rpc, &cross_x, &cross_b, "y", &r)
+				    : it_rename(rpc, &cross_a, "x", &cross_b, "y", &r);
+		assert_int_equal(st, NFS3ERR_XDEV);
+		it_rpc_close(rpc);
+		assert_int_equal(it_server_restart_after(&srv, SIGKILL, append_cross_record), -1);
+		if (access(y_path, F_OK) == 0)
+			fail_msg("a replayed %s record put a file of export a into export b",
+				 cross_link ? "LINK" : "RENAME");
+		if (!log_says(&srv, "could not be replayed"))
+			fail_msg("presto-nfsd did not refuse a %s record across two exports",
+				 cross_link ? "LINK" : "RENAME");
+		assert_true(state_has(&srv, "replay-pending"));
+		it_presto_extra[0] = "--replay=force";
+		it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
+		assert_true(it_server_running(&srv));
+		assert_int_equal(access(it_path(&srv, "x"), F_OK), 0);
+		assert_int_not_equal(access(y_path, F_OK), 0);
+		it_server_stop(&srv);
+	}
+}
+
+/* a REDIRECT record (written by a replay that re-created an object) from
+ * the handle of x to x, whose MAC is 16 zero bytes */
+static void append_bad_redirect_record(struct it_server *s)
+{
+	char path[600];
+	struct nvlog_opts o;
+	struct nvlog *log;
+	uint64_t lsn;
+	uint8_t buf[256];
+	size_t n = 0;
+
+	/* PLOG_REDIRECT {obj {export a, x}, was x}, drc_key<0>, reply<0>,
+	 * plog_macs {mac<16>} */
+	n += put_u32(buf + n, 7);
+	n += put_u32(buf + n, export_id_of(&cross_a));
+	n += put_kh(buf + n, &cross_x);
+	n += put_kh(buf + n, &cross_x);
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 16);
+	memset(buf + n, 0, 16);
+	n += 16;
+	snprintf(path, sizeof(path), "%s/nvram.log", s->dir);
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(nvlog_open(path, &o, &log), 0);
+	struct iovec iov = { buf, n };
+	assert_int_equal(nvlog_append(log, 7, &iov, 1, &lsn), 0);
+	nvlog_close(log, false);
+}
+
+static void test_bad_redirect_record_is_refused(void **state)
+{
+	/* a redirect record whose MAC fails is not followed, and is an error
+	 * of the recovery as any other such record: the records that use the
+	 * handle it would redirect could otherwise be skipped in silence */
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	assert_int_equal(it_root_fh(&srv, &cross_a), MNT3_OK);
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &cross_a, "x", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	cross_x = r.fh;
+	it_rpc_close(rpc);
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, append_bad_redirect_record), -1);
+	if (!log_says(&srv, "a redirect without a MAC that checks out"))
+		fail_msg("presto-nfsd did not say why it refused a redirect record");
+	if (!log_says(&srv, "could not be replayed"))
+		fail_msg("presto-nfsd started over a redirect record whose MAC fails");
+	it_presto_extra[0] = "--replay=force";
+	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	assert_int_equal(access(it_path(&srv, "x"), F_OK), 0);
+}
+
 /* mount_whole_fs -- put a tmpfs under the export, with the export's mark
  * (so that the replay takes it for the export's filesystem: the export is
  * now a whole filesystem), a file "inside" on it, and a record of that file
@@ -3585,6 +3781,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_failed_record_is_not_stamped_over, test_teardown),
 		cmocka_unit_test_teardown(test_malformed_handle_is_an_error, test_teardown),
 		cmocka_unit_test_teardown(test_record_outside_export_is_refused, test_teardown),
+		cmocka_unit_test_teardown(test_record_across_exports_is_refused, test_teardown),
+		cmocka_unit_test_teardown(test_bad_redirect_record_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_record_without_macs_on_whole_fs, test_teardown),
 		cmocka_unit_test_teardown(test_record_without_macs_in_bind_mount, test_teardown),
 		cmocka_unit_test_teardown(test_forged_redirect_is_ignored, test_teardown),
