@@ -193,11 +193,17 @@ static bool kh_eq(const struct fh_kernel *a, const struct fh_kernel *b)
 	return a->type == b->type && a->len == b->len && memcmp(a->bytes, b->bytes, a->len) == 0;
 }
 
+/* the record's handles and MACs are the NFS handle's parts (presto_kh,
+ * presto_mac copy them over): the sizes must agree */
+_Static_assert(PLOG_KH_MAX == FH_KH_MAX, "plog.x PLOG_KH_MAX is fh.h FH_KH_MAX");
+_Static_assert(PLOG_MAC_SIZE == FH_MAC, "plog.x PLOG_MAC_SIZE is fh.h FH_MAC");
+
 static void kh_from_plog(const plog_kh *p, struct fh_kernel *kh)
 {
 	kh->type = p->type;
 	kh->len = p->bytes.bytes_len <= FH_KH_MAX ? p->bytes.bytes_len : FH_KH_MAX;
-	memcpy(kh->bytes, p->bytes.bytes_val, kh->len);
+	if (kh->len)	/* an empty one's bytes_val may be NULL */
+		memcpy(kh->bytes, p->bytes.bytes_val, kh->len);
 }
 
 /* plog_nobjs -- how many plog_obj an op of type has (their MACs follow
@@ -2474,6 +2480,8 @@ static int replay_attr(int fd, const plog_attr *a, bool is_link)
 			return -errno;
 		if (!S_ISREG(st.st_mode))
 			return -EINVAL;	/* sizes are logged for files only */
+		if (a->size > (uint64_t)LLONG_MAX)
+			return -EFBIG;	/* as SETATTR answers it (NFS3ERR_FBIG) */
 		/* truncate sets mtime even to the same size: not when applied */
 		if ((uint64_t)st.st_size != a->size && truncate(p, (off_t)a->size) < 0)
 			return -errno;
@@ -2528,6 +2536,9 @@ static int replay_retruncate(struct replay_ctx *rc, int fd)
 
 static int replay_write(struct replay_ctx *rc, const plog_write *w)
 {
+	/* as WRITE answers it (NFS3ERR_FBIG): no such record is written */
+	if (w->offset > (uint64_t)LLONG_MAX - w->data.data_len)
+		return -EFBIG;
 	int fd = resolve(rc, &w->file, 0, NULL);
 	char p[32];
 
