@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sockios.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -59,6 +60,13 @@ struct outbuf {
 	struct outbuf *next;
 	uint8_t *data;
 	size_t len, off;
+	/* the memory it holds beyond its unsent bytes (the buffer's slack,
+	 * this struct), counted in out_bytes and queued_total with them until
+	 * it is freed: a small reply is a few bytes in a buffer of a few KiB,
+	 * and counted by its bytes alone, the bound on what a client leaves
+	 * unread (RPC_MAX_QUEUED) let one client that sends NULL calls and
+	 * reads nothing hold some 150 times that in memory */
+	size_t extra;
 };
 
 struct rpc_conn {
@@ -491,6 +499,8 @@ static int conn_flush_locked(struct rpc_conn *c)
 			c->out_head = o->next;
 			if (!c->out_head)
 				c->out_tail = NULL;
+			__atomic_store_n(&c->out_bytes, c->out_bytes - o->extra, __ATOMIC_RELAXED);
+			__atomic_sub_fetch(&R.queued_total, o->extra, __ATOMIC_RELAXED);
 			free(o->data);
 			free(o);
 		}
@@ -593,9 +603,10 @@ void rpc_reply(struct rpc_req *req, uint8_t *rec, size_t len)
 		free(rec);
 		goto out;
 	}
-	*o = (struct outbuf){ NULL, rec, len, off };
-	__atomic_store_n(&c->out_bytes, c->out_bytes + (len - off), __ATOMIC_RELAXED);
-	__atomic_add_fetch(&R.queued_total, len - off, __ATOMIC_RELAXED);
+	size_t extra = malloc_usable_size(rec) - len + sizeof(*o);
+	*o = (struct outbuf){ NULL, rec, len, off, extra };
+	__atomic_store_n(&c->out_bytes, c->out_bytes + (len - off) + extra, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&R.queued_total, len - off + extra, __ATOMIC_RELAXED);
 	if (c->out_tail)
 		c->out_tail->next = o;
 	else

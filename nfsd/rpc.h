@@ -27,9 +27,10 @@
  * half of it: one client cannot queue unbounded work. The record that reaches
  * it is the last one taken, even from the middle of a read. */
 #define RPC_MAX_INFLIGHT 256
-/* A connection with this many reply bytes queued (its client does not read
- * them) is not read until they drain below it: the replies of a client that
- * never reads are bounded by this plus its calls in flight. */
+/* A connection with this many bytes of replies queued (its client does not
+ * read them; counted with the memory their buffers hold) is not read until
+ * they drain below it: the replies of a client that never reads are bounded
+ * by this plus its calls in flight. */
 #define RPC_MAX_QUEUED (4u * 1024 * 1024)
 
 struct rpc_conn;

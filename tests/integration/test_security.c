@@ -1697,6 +1697,67 @@ static void test_queued_bound_within_a_read(void **state)
 	assert_alive();
 }
 
+/* test_small_replies_bound -- the bound on a connection's unread replies
+ * (RPC_MAX_QUEUED) counts what they hold in memory, not only their bytes
+ * on the wire: a NULL call's reply is 28 bytes in a buffer of a few KiB,
+ * and counted by its bytes alone, 4 MiB of them were about 600 MiB of
+ * memory for one client that sends NULL calls and reads nothing (no
+ * export, no mount needed). */
+static void test_small_replies_bound(void **state)
+{
+	enum { CALLS = 400000 };
+	static struct it_buf call;
+	static uint8_t all[CALLS * 44];
+	size_t rec = 0, sent = 0;
+	int fd;
+
+	(void)state;
+	it_buf_reset(&call);
+	it_put_call(&call, 0, 2, IT_NFS_PROG, 3, 0, IT_AUTH_NONE, 0, 0);
+	assert_int_equal(call.len, 40);
+	for (uint32_t i = 0; i < CALLS; i++) {
+		uint32_t mark = htonl(0x80000000u | 40u), xid = htonl(0x50000000u + i);
+		memcpy(all + rec, &mark, 4);
+		memcpy(all + rec + 4, call.b, 40);
+		memcpy(all + rec + 4, &xid, 4);
+		rec += 44;
+	}
+	long rss0 = it_is_ganesha() ? 0 : rss_kib(srv.pid);
+	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	assert_true(fd >= 0);
+	{
+		int small = 4096;
+
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	}
+	assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	/* until all is sent, or the server has read nothing for a second */
+	while (sent < rec) {
+		ssize_t n = send(fd, all + sent, rec - sent, MSG_NOSIGNAL);
+		if (n > 0) {
+			sent += (size_t)n;
+			continue;
+		}
+		assert_true(n < 0 && errno == EAGAIN);
+		struct pollfd pfd = { fd, POLLOUT, 0 };
+		if (poll(&pfd, 1, 1000) == 0)
+			break;
+	}
+	long grew = 0;
+	for (int i = 0; i < 10 && !it_is_ganesha(); i++) {
+		long rss = rss_kib(srv.pid);
+		grew = rss - rss0 > grew ? rss - rss0 : grew;
+		if (grew > 48 * 1024)
+			fail_msg("the server's RSS grew by %ld KiB for %zu NULL calls whose replies are "
+				 "not read", grew, sent / 44);
+		usleep(100 * 1000);
+	}
+	print_message("%zu of %d calls sent; the server's RSS grew by %ld KiB at most\n", sent / 44,
+		      CALLS, grew);
+	close(fd);
+	assert_alive();
+}
+
 static void test_half_close(void **state)
 {
 	/* calls, then the client shuts its side down (SHUT_WR), as a client
@@ -2382,6 +2443,7 @@ int main(void)
 		cmocka_unit_test(test_many_idle_connections),
 		cmocka_unit_test(test_inflight_bound_within_a_read),
 		cmocka_unit_test(test_queued_bound_within_a_read),
+		cmocka_unit_test(test_small_replies_bound),
 		cmocka_unit_test(test_half_close),
 		cmocka_unit_test(test_idle_connections_closed),
 		cmocka_unit_test(test_stalled_reader_closed),
