@@ -1760,12 +1760,25 @@ static void learn_export_id(void)
 			(uint32_t)root.data[6] << 8 | root.data[7];
 }
 
-static void append_bad_handle_record(struct it_server *s)
+/* log_append_record -- a record of type written into the stopped server's
+ * log as the server would write it: CRC-valid, whatever it says */
+static void log_append_record(struct it_server *s, uint16_t type, const void *buf, size_t n)
 {
 	char path[600];
 	struct nvlog_opts o;
 	struct nvlog *log;
 	uint64_t lsn;
+
+	snprintf(path, sizeof(path), "%s/nvram.log", s->dir);
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(nvlog_open(path, &o, &log), 0);
+	struct iovec iov = { (void *)buf, n };
+	assert_int_equal(nvlog_append(log, type, &iov, 1, &lsn), 0);
+	nvlog_close(log, false);
+}
+
+static void append_bad_handle_record(struct it_server *s)
+{
 	/* plog_rec (nfsd/plog.x) in XDR, by hand (libnfs's headers and
 	 * libtirpc's do not mix): op PLOG_REMOVE (4) {dir {export_id, kh
 	 * {type 1, bytes<0>}}, name "kept", victim {type 1, bytes<0>}, isdir
@@ -1778,12 +1791,7 @@ static void append_bad_handle_record(struct it_server *s)
 		memcpy(buf + 4 * i, &be, 4);
 	}
 	memcpy(buf + 20, "kept", 4);	/* the name's bytes, word 5 */
-	snprintf(path, sizeof(path), "%s/nvram.log", s->dir);
-	memset(&o, 0, sizeof(o));
-	assert_int_equal(nvlog_open(path, &o, &log), 0);
-	struct iovec iov = { buf, sizeof(buf) };
-	assert_int_equal(nvlog_append(log, 4, &iov, 1, &lsn), 0);
-	nvlog_close(log, false);
+	log_append_record(s, 4, buf, sizeof(buf));
 }
 
 static void test_malformed_handle_is_an_error(void **state)
@@ -1814,10 +1822,6 @@ static char outside_path[600];
 
 static void append_outside_record(struct it_server *s)
 {
-	char path[600];
-	struct nvlog_opts o;
-	struct nvlog *log;
-	uint64_t lsn;
 	union {
 		struct file_handle h;
 		uint8_t raw[sizeof(struct file_handle) + 128];
@@ -1858,12 +1862,7 @@ static void append_outside_record(struct it_server *s)
 		memset(buf + n + 4, 0, 16);
 		n += 20;
 	}
-	snprintf(path, sizeof(path), "%s/nvram.log", s->dir);
-	memset(&o, 0, sizeof(o));
-	assert_int_equal(nvlog_open(path, &o, &log), 0);
-	struct iovec iov = { buf, n };
-	assert_int_equal(nvlog_append(log, 1, &iov, 1, &lsn), 0);
-	nvlog_close(log, false);
+	log_append_record(s, 1, buf, n);
 }
 
 /* expect_outside_intact -- the file outside the export as it was */
@@ -1952,10 +1951,6 @@ static uint32_t export_id_of(const struct it_fh *f)
 
 static void append_cross_record(struct it_server *s)
 {
-	char path[600];
-	struct nvlog_opts o;
-	struct nvlog *log;
-	uint64_t lsn;
 	uint8_t buf[512];
 	size_t n = 0;
 
@@ -1992,12 +1987,7 @@ static void append_cross_record(struct it_server *s)
 	memcpy(buf + n, m0->data + m0->len - 16, 16);
 	memcpy(buf + n + 16, cross_b.data + cross_b.len - 16, 16);
 	n += 32;
-	snprintf(path, sizeof(path), "%s/nvram.log", s->dir);
-	memset(&o, 0, sizeof(o));
-	assert_int_equal(nvlog_open(path, &o, &log), 0);
-	struct iovec iov = { buf, n };
-	assert_int_equal(nvlog_append(log, cross_link ? 6 : 5, &iov, 1, &lsn), 0);
-	nvlog_close(log, false);
+	log_append_record(s, cross_link ? 6 : 5, buf, n);
 }
 
 static void test_record_across_exports_is_refused(void **state)
@@ -2053,10 +2043,6 @@ static void test_record_across_exports_is_refused(void **state)
  * the handle of x to x, whose MAC is 16 zero bytes */
 static void append_bad_redirect_record(struct it_server *s)
 {
-	char path[600];
-	struct nvlog_opts o;
-	struct nvlog *log;
-	uint64_t lsn;
 	uint8_t buf[256];
 	size_t n = 0;
 
@@ -2071,12 +2057,7 @@ static void append_bad_redirect_record(struct it_server *s)
 	n += put_u32(buf + n, 16);
 	memset(buf + n, 0, 16);
 	n += 16;
-	snprintf(path, sizeof(path), "%s/nvram.log", s->dir);
-	memset(&o, 0, sizeof(o));
-	assert_int_equal(nvlog_open(path, &o, &log), 0);
-	struct iovec iov = { buf, n };
-	assert_int_equal(nvlog_append(log, 7, &iov, 1, &lsn), 0);
-	nvlog_close(log, false);
+	log_append_record(s, 7, buf, n);
 }
 
 static void test_bad_redirect_record_is_refused(void **state)

@@ -1646,6 +1646,22 @@ static void test_inflight_bound_within_a_read(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+/* rss_growth -- the most the server's RSS grew over rss0 (KiB) in TENTHS
+ * looks 0.1 s apart; fails beyond LIMIT_KIB, naming WHAT grew it */
+static long rss_growth(long rss0, int tenths, long limit_kib, const char *what)
+{
+	long grew = 0;
+
+	for (int i = 0; i < tenths && !it_is_ganesha(); i++) {
+		long rss = rss_kib(srv.pid);
+		grew = rss - rss0 > grew ? rss - rss0 : grew;
+		if (grew > limit_kib)
+			fail_msg("the server's RSS grew by %ld KiB for %s", grew, what);
+		usleep(100 * 1000);
+	}
+	return grew;
+}
+
 /* test_queued_bound_within_a_read -- the bound on the replies a client
  * leaves unread (RPC_MAX_QUEUED, 4 MiB) holds within one read too: 200
  * READs of 1 MiB in one write (some 25 KiB, read at once) of a file in the
@@ -1683,15 +1699,7 @@ static void test_queued_bound_within_a_read(void **state)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 	}
 	assert_int_equal(it_send_all(fd, all.b, all.len), 0);
-	long grew = 0;
-	for (int i = 0; i < 15 && !it_is_ganesha(); i++) {
-		long rss = rss_kib(srv.pid);
-		grew = rss - rss0 > grew ? rss - rss0 : grew;
-		if (grew > 96 * 1024)
-			fail_msg("the server's RSS grew by %ld KiB for one read of calls whose replies "
-				 "are not read", grew);
-		usleep(100 * 1000);
-	}
+	long grew = rss_growth(rss0, 15, 96 * 1024, "one read of calls whose replies are not read");
 	print_message("the server's RSS grew by %ld KiB at most\n", grew);
 	close(fd);
 	assert_alive();
@@ -1743,15 +1751,7 @@ static void test_small_replies_bound(void **state)
 		if (poll(&pfd, 1, 1000) == 0)
 			break;
 	}
-	long grew = 0;
-	for (int i = 0; i < 10 && !it_is_ganesha(); i++) {
-		long rss = rss_kib(srv.pid);
-		grew = rss - rss0 > grew ? rss - rss0 : grew;
-		if (grew > 48 * 1024)
-			fail_msg("the server's RSS grew by %ld KiB for %zu NULL calls whose replies are "
-				 "not read", grew, sent / 44);
-		usleep(100 * 1000);
-	}
+	long grew = rss_growth(rss0, 10, 48 * 1024, "NULL calls whose replies are not read");
 	print_message("%zu of %d calls sent; the server's RSS grew by %ld KiB at most\n", sent / 44,
 		      CALLS, grew);
 	close(fd);
