@@ -144,11 +144,12 @@ static const char *nvlog_rec_valid(const struct nvlog_view *v, const uint8_t *ar
     uint64_t pos, uint64_t n, uint32_t e, uint64_t limit, struct nvlog_rec_hdr *out)
 {
 	uint64_t L = v->sb.area_len, off = pos % L, rem = L - off;
-	struct nvlog_rec_hdr h0, *hp = out ? out : &h0, h;
+	struct nvlog_rec_hdr h;
 	const char *why;
 
-	memcpy(hp, area + off, sizeof(*hp));
-	h = *hp;
+	memcpy(&h, area + off, sizeof(h));
+	if (out)
+		*out = h;
 	if ((why = nvlog_rec_shape(&h, rem)))
 		return why;
 	/* a pad fills the end of the area that a record did not fit in: at
