@@ -36,6 +36,11 @@
 #include <string.h>
 
 #define ADMIND_DB_MAX_BUCKETS 20000
+/* points of all the series of one request: each is a JSON value until the
+ * reply is written (some 50 bytes), and 32 series of 20,000 held 33 MB per
+ * request, read without a token on loopback; the console asks for 33,000 at
+ * most (its busiest chart: a series per procedure, 1,440 points) */
+#define ADMIND_DB_MAX_POINTS 100000
 #define ADMIND_DB_MAX_METRICS 4096
 
 struct admind_db {
@@ -432,6 +437,11 @@ int admind_db_series(struct admind_db *db, const char *const *names, size_t n, i
 	if (nb > ADMIND_DB_MAX_BUCKETS) {
 		snprintf(err, errlen, "%zu points asked for, at most %d: raise step", nb,
 			 ADMIND_DB_MAX_BUCKETS);
+		return -EINVAL;
+	}
+	if (nb * n > ADMIND_DB_MAX_POINTS) {
+		snprintf(err, errlen, "%zu points in all asked for (%zu series of %zu), at most %d: "
+			 "raise step or ask for fewer series", nb * n, n, nb, ADMIND_DB_MAX_POINTS);
 		return -EINVAL;
 	}
 	sums = calloc(nb, sizeof(double));

@@ -398,6 +398,8 @@ def run(tmp, nvram, procs):
         ("/api/series?metric=ops&from=-86000&step=1", 400, "series of 86000 points"),
         ("/api/series?metric=ops;DROP%20TABLE%20sample", 400, "series with a bad metric name"),
         ("/api/series?metric=" + ",".join("m%d" % i for i in range(33)), 400, "series of 33 metrics"),
+        ("/api/series?metric=" + ",".join("m%d" % i for i in range(32)) + "&from=-20000&step=1", 400,
+         "32 series of 20,000 points (640,000 in all)"),
         ("/api/series?metric=" + "x" * 70, 400, "series with a 70-character name"),
         ("/api/nothing", 404, "unknown API"),
         ("/nothing.html", 404, "unknown page"),

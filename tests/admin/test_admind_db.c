@@ -330,6 +330,16 @@ static void test_series_errors(void **state)
 					  sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "raise step"));
 	assert_null(out);
+	/* 6 series of 20,000 points: each within its bound, 120,000 in all */
+	const char *six[] = { "a", "b", "c", "d", "e", "f" };
+	assert_int_equal(admind_db_series(db, six, 6, T0 - 20000, T0, 1, T0, 86400, &out, err,
+					  sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "points in all"));
+	assert_null(out);
+	assert_int_equal(admind_db_series(db, six, 5, T0 - 20000, T0, 1, T0, 86400, &out, err,
+					  sizeof(err)), 0);
+	json_decref(out);
+	out = NULL;
 	assert_int_equal(admind_db_put(db, T0, "x", ADMIND_GAUGE, NAN), -EINVAL);
 	admind_db_close(db);
 	admind_db_close(NULL);
