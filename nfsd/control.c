@@ -711,8 +711,14 @@ static int ctl_queue(struct ctl_client *c, char *line)
 	if (!line)
 		return -ENOMEM;
 	n = strlen(line);
-	if (c->out_off > 0 && c->out_off == c->out_len)
-		c->out_off = c->out_len = 0;
+	if (c->out_off > 0) {
+		/* what was sent makes room: a client that reads steadily while
+		 * it keeps requests coming never lets the buffer empty, and its
+		 * end would otherwise grow past CONTROL_OUT_MAX */
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
 	if (c->out_len + n > c->out_cap) {
 		size_t cap = c->out_cap ? c->out_cap : 4096;
 		char *p;

@@ -14,6 +14,7 @@ Prints one line per check and a closing "presto-cli: N passed, N failed"
 """
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -568,6 +569,25 @@ def test_protocol(srv):
     a = c.recv_line()
     check("line over 64 KiB: error", a and a["ok"] is False and "longer" in a["error"], str(a))
     check("line over 64 KiB: connection closed", c.recv_line() is None)
+    c.close()
+
+    # a client that keeps requests coming while it reads every answer: its
+    # answers never all drain at once, and the server's buffer must reuse
+    # what was sent (it was closed at 4 MiB of answers, some 800 of these)
+    c = Ctl(srv.sock)
+    n, req = 3000, b'{"cmd":"stats"}\n'
+    out, sent, got, deadline = req * n, 0, 0, time.time() + 60
+    c.s.setblocking(False)
+    while got < n and time.time() < deadline:
+        r, w, _ = select.select([c.s], [c.s] if sent < len(out) else [], [], 1)
+        if w:
+            sent += c.s.send(out[sent:sent + 65536])
+        if r:
+            d = c.s.recv(1 << 20)
+            if not d:
+                break
+            got += d.count(b"\n")
+    check("3000 pipelined stats read as they come: all answered", got == n, "%d of %d" % (got, n))
     c.close()
 
 
