@@ -560,6 +560,32 @@ static const struct ctl_cmd ctl_cmds[] = {
 	{ .name = "hold", .fn = cmd_hold },
 };
 
+/* utf8_clean -- drop from s the pieces of characters that truncations left
+ * (snprintf and "%.64s" count bytes, and messages quote the client's names):
+ * jansson refuses a string that is not UTF-8, and the answer went out
+ * without its "error". What is whole stays (overlong forms and the like
+ * are jansson's to refuse; the names came through it). */
+static void utf8_clean(char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *o = s;
+
+	while (*p) {
+		size_t len = *p < 0x80 ? 1 : *p >= 0xF0 ? 4 : *p >= 0xE0 ? 3 : *p >= 0xC0 ? 2 : 0;
+		size_t k = 1;
+		while (k < len && (p[k] & 0xC0) == 0x80)
+			k++;
+		if (len && k == len) {
+			memmove(o, p, len);
+			o += len;
+			p += len;
+		} else {
+			p += k;	/* a piece, or a stray continuation byte */
+		}
+	}
+	*o = '\0';
+}
+
 /* ctl_answer -- the reply line to req (NULL: it did not parse; err says
  * why) as a malloc'ed string ending in '\n'. */
 static char *ctl_answer(json_t *req, const struct ctl_cmd *cmd, const char *parse_err)
@@ -583,6 +609,7 @@ static char *ctl_answer(json_t *req, const struct ctl_cmd *cmd, const char *pars
 	}
 	json_object_set_new(rep, "ok", json_boolean(rc == 0));
 	if (rc < 0) {
+		utf8_clean(err);
 		json_object_set_new(rep, "error", json_string(err));
 		json_object_set_new(rep, "errno", json_integer(-rc));
 	}

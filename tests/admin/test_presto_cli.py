@@ -504,6 +504,13 @@ def test_protocol(srv):
     check("not an object: error", a["ok"] is False and "object" in a["error"], str(a))
     a = c.call({"v": 1, "cmd": "frobnicate"})
     check("unknown command: error naming it", a["ok"] is False and "frobnicate" in a["error"], str(a))
+    # messages quote names cut to a length in bytes: never half a character
+    a = c.call({"v": 1, "cmd": "a" + "\u00e9" * 100})
+    check("unknown command of 100 'é': error said", a["ok"] is False and
+          "unknown command" in a.get("error", ""), str(a)[:200])
+    a = c.call({"cmd": "enable", "exports": ["/" + "\u00e9" * 700]})
+    check("unknown export of 700 'é': error said", a["ok"] is False and
+          "unknown export" in a.get("error", ""), str(a)[:200])
     a = c.call({"v": 2, "cmd": "status"})
     check("protocol version 2: refused", a["ok"] is False and "version" in a["error"], str(a))
     a = c.call({"cmd": "enable", "exports": "notalist"})
