@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -577,7 +578,8 @@ int main(int argc, char **argv)
 		case 'u': u = true; break;
 		case 'd': d = true; break;
 		case 'w':
-			if (!parse_uint(optarg, &interval) || interval == 0) {
+			/* sleep(3) takes an unsigned int: more would wrap, to 0 */
+			if (!parse_uint(optarg, &interval) || interval == 0 || interval > UINT_MAX) {
 				fprintf(stderr, "presto: -w wants a whole number of seconds, not \"%s\"\n", optarg);
 				return EXIT_USAGE;
 			}

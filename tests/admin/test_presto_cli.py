@@ -195,6 +195,9 @@ def test_help_and_usage(srv):
     check("-u with -d is a usage error", rc not in (0, 1, 2) and "-u" in err, "rc=%d %s" % (rc, err))
     rc, out, err = presto(srv, "-w", "x")
     check("-w x is a usage error", rc not in (0, 1, 2) and "-w" in err, "rc=%d %s" % (rc, err))
+    rc, out, err = presto(srv, "-w", "4294967296", timeout=10)
+    check("-w 4294967296 (past sleep's unsigned int) is a usage error",
+          rc not in (0, 1, 2) and "-w" in err, "rc=%d %s" % (rc, err))
     rc, out, err = presto(srv, "/some/export")
     check("an export without -u/-d is a usage error", rc not in (0, 1, 2), "rc=%d" % rc)
     man = os.path.join(TOP, "docs", "presto.8")
