@@ -42,7 +42,8 @@
  *
  * Bounds: a request body is at most HTTP_MAX_BODY bytes (413), headers are
  * bounded by MHD's connection memory limit, a series by ADMIND_DB_MAX_BUCKETS
- * points and the series of one request by ADMIND_DB_MAX_POINTS. Every error is a JSON object {"error": "...", "status": N}.
+ * points and the series of one request by ADMIND_DB_MAX_POINTS. Every error
+ * is a JSON object {"error": "...", "status": N}.
  */
 #include "admin/admind.h"
 

@@ -1746,6 +1746,46 @@ static void test_failed_record_is_not_stamped_over(void **state)
 	assert_false(state_has(&srv, "replay-pending"));
 }
 
+/* XDR by hand, for records written into a log (libnfs's headers and
+ * libtirpc's do not mix): each put_ returns the bytes it wrote at buf */
+static size_t put_u32(uint8_t *buf, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(buf, &v, 4);
+	return 4;
+}
+
+/* put_bytes -- opaque<>: the length, the bytes, zeroes to a multiple of 4 */
+static size_t put_bytes(uint8_t *buf, const void *p, size_t len)
+{
+	size_t n = put_u32(buf, (uint32_t)len);
+
+	memset(buf + n, 0, (len + 3) & ~(size_t)3);
+	if (len)
+		memcpy(buf + n, p, len);
+	return n + ((len + 3) & ~(size_t)3);
+}
+
+static size_t put_name(uint8_t *buf, const char *name)
+{
+	return put_bytes(buf, name, strlen(name));
+}
+
+/* put_kh -- an NFS handle's kernel handle as plog_kh {type, bytes<>} */
+static size_t put_kh(uint8_t *buf, const struct it_fh *f)
+{
+	size_t n = put_u32(buf, (uint32_t)f->data[8] << 24 | (uint32_t)f->data[9] << 16 |
+				    (uint32_t)f->data[10] << 8 | f->data[11]);
+
+	return n + put_bytes(buf + n, f->data + 12, f->data[1]);
+}
+
+static uint32_t export_id_of(const struct it_fh *f)
+{
+	return (uint32_t)f->data[4] << 24 | (uint32_t)f->data[5] << 16 |
+	       (uint32_t)f->data[6] << 8 | f->data[7];
+}
+
 /* a REMOVE record, CRC-valid and well-formed, whose directory handle is
  * empty: no filesystem gives such a handle out (open_by_handle_at: EINVAL) */
 static uint32_t bad_export_id;
@@ -1756,8 +1796,7 @@ static void learn_export_id(void)
 	struct it_fh root;
 
 	assert_int_equal(it_root_fh(&srv, &root), MNT3_OK);
-	bad_export_id = (uint32_t)root.data[4] << 24 | (uint32_t)root.data[5] << 16 |
-			(uint32_t)root.data[6] << 8 | root.data[7];
+	bad_export_id = export_id_of(&root);
 }
 
 /* log_append_record -- a record of type written into the stopped server's
@@ -1779,19 +1818,23 @@ static void log_append_record(struct it_server *s, uint16_t type, const void *bu
 
 static void append_bad_handle_record(struct it_server *s)
 {
-	/* plog_rec (nfsd/plog.x) in XDR, by hand (libnfs's headers and
-	 * libtirpc's do not mix): op PLOG_REMOVE (4) {dir {export_id, kh
+	/* plog_rec (nfsd/plog.x): op PLOG_REMOVE (4) {dir {export_id, kh
 	 * {type 1, bytes<0>}}, name "kept", victim {type 1, bytes<0>}, isdir
 	 * FALSE}, drc_key<0>, reply<0> */
-	uint32_t w[] = { 4, bad_export_id, 1, 0, 4, 0, 1, 0, 0, 0, 0 };
-	uint8_t buf[sizeof(w)];
+	uint8_t buf[64];
+	size_t n = 0;
 
-	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
-		uint32_t be = htonl(w[i]);
-		memcpy(buf + 4 * i, &be, 4);
-	}
-	memcpy(buf + 20, "kept", 4);	/* the name's bytes, word 5 */
-	log_append_record(s, 4, buf, sizeof(buf));
+	n += put_u32(buf + n, 4);
+	n += put_u32(buf + n, bad_export_id);
+	n += put_u32(buf + n, 1);
+	n += put_bytes(buf + n, NULL, 0);
+	n += put_name(buf + n, "kept");
+	n += put_u32(buf + n, 1);
+	n += put_bytes(buf + n, NULL, 0);
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 0);
+	log_append_record(s, 4, buf, n);
 }
 
 static void test_malformed_handle_is_an_error(void **state)
@@ -1833,35 +1876,21 @@ static void append_outside_record(struct it_server *s)
 	u.h.handle_bytes = 128;
 	assert_int_equal(name_to_handle_at(AT_FDCWD, outside_path, &u.h, &mid, 0), 0);
 	assert_true(u.h.handle_bytes <= 36);
-	/* plog_rec (nfsd/plog.x) in XDR: op PLOG_WRITE (1) {file {export_id,
-	 * kh {type, bytes<L>}}, offset 0, data<5> "owned"}, drc_key<0>,
-	 * reply<0>; then plog_macs {mac<16>} or nothing */
-	uint32_t head[] = { 1, bad_export_id, (uint32_t)u.h.handle_type, u.h.handle_bytes };
-	for (size_t i = 0; i < 4; i++) {
-		uint32_t be = htonl(head[i]);
-		memcpy(buf + n, &be, 4);
-		n += 4;
-	}
-	memset(buf + n, 0, (u.h.handle_bytes + 3) & ~3u);
-	memcpy(buf + n, u.h.f_handle, u.h.handle_bytes);
-	n += (u.h.handle_bytes + 3) & ~3u;
-	uint32_t tail[] = { 0, 0, 5 };	/* offset (hyper), data length */
-	for (size_t i = 0; i < 3; i++) {
-		uint32_t be = htonl(tail[i]);
-		memcpy(buf + n, &be, 4);
-		n += 4;
-	}
-	memset(buf + n, 0, 8);
-	memcpy(buf + n, "owned", 5);
-	n += 8;
-	memset(buf + n, 0, 8);		/* drc_key<0>, reply<0> */
-	n += 8;
-	if (outside_mac) {
-		uint32_t be = htonl(16);
-		memcpy(buf + n, &be, 4);
-		memset(buf + n + 4, 0, 16);
-		n += 20;
-	}
+	/* plog_rec (nfsd/plog.x): op PLOG_WRITE (1) {file {export_id, kh
+	 * {type, bytes<L>}}, offset 0, data<5> "owned"}, drc_key<0>, reply<0>;
+	 * then plog_macs {mac<16>} or nothing */
+	static const uint8_t zero_mac[16];
+	n += put_u32(buf + n, 1);
+	n += put_u32(buf + n, bad_export_id);
+	n += put_u32(buf + n, (uint32_t)u.h.handle_type);
+	n += put_bytes(buf + n, u.h.f_handle, u.h.handle_bytes);
+	n += put_u32(buf + n, 0);	/* offset (hyper) */
+	n += put_u32(buf + n, 0);
+	n += put_bytes(buf + n, "owned", 5);
+	n += put_u32(buf + n, 0);	/* drc_key<0>, reply<0> */
+	n += put_u32(buf + n, 0);
+	if (outside_mac)
+		n += put_bytes(buf + n, zero_mac, sizeof(zero_mac));
 	log_append_record(s, 1, buf, n);
 }
 
@@ -1912,42 +1941,6 @@ static void test_record_outside_export_is_refused(void **state)
  * rather than move or link a file from one export into the other */
 static struct it_fh cross_a, cross_b, cross_x;
 static int cross_link;
-
-/* put_kh -- an NFS handle's kernel handle as plog_kh {type, bytes<>} */
-static size_t put_kh(uint8_t *buf, const struct it_fh *f)
-{
-	unsigned ol = f->data[1];
-	uint32_t w[2] = { htonl((uint32_t)f->data[8] << 24 | (uint32_t)f->data[9] << 16 |
-				(uint32_t)f->data[10] << 8 | f->data[11]),
-			  htonl(ol) };
-
-	memcpy(buf, w, 8);
-	memset(buf + 8, 0, (ol + 3) & ~3u);
-	memcpy(buf + 8, f->data + 12, ol);
-	return 8 + ((ol + 3) & ~3u);
-}
-
-static size_t put_u32(uint8_t *buf, uint32_t v)
-{
-	v = htonl(v);
-	memcpy(buf, &v, 4);
-	return 4;
-}
-
-static size_t put_name(uint8_t *buf, const char *name)
-{
-	size_t l = strlen(name), n = put_u32(buf, (uint32_t)l);
-
-	memset(buf + n, 0, (l + 3) & ~3u);
-	memcpy(buf + n, name, l);
-	return n + ((l + 3) & ~3u);
-}
-
-static uint32_t export_id_of(const struct it_fh *f)
-{
-	return (uint32_t)f->data[4] << 24 | (uint32_t)f->data[5] << 16 |
-	       (uint32_t)f->data[6] << 8 | f->data[7];
-}
 
 static void append_cross_record(struct it_server *s)
 {
