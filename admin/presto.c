@@ -428,6 +428,9 @@ static void show_stats(json_t *st)
 		KV("calls run there", "%14llu", (unsigned long long)num(lp, "inline"));
 		KV("handed to workers", "%14llu", (unsigned long long)num(lp, "deferred"));
 		KV("pauses after slow calls", "%14llu", (unsigned long long)num(lp, "pauses"));
+		KV("calls in flight hold", "%14llu bytes", (unsigned long long)num(lp, "request_bytes"));
+		KV("stops at request_memory", "%14llu",
+		   (unsigned long long)num(lp, "request_memory_waits"));
 	}
 	printf("duplicate request cache\n");
 	KV("replayed replies", "%14llu", (unsigned long long)num(drc, "hits"));

@@ -25,6 +25,7 @@ void conf_defaults(struct nfsd_conf *c)
 	c->idle_timeout = 360;
 	c->record_timeout = 30;
 	c->reply_memory = 512ull << 20;
+	c->request_memory = 256ull << 20;
 	c->nvram_size = 64ull << 20;
 	c->destage = true;
 	c->destage_age_ms = 5000;
@@ -155,6 +156,14 @@ int conf_set(struct nfsd_conf *c, const char *key, const char *v, char *err, siz
 			c->reply_memory = 0;
 		else
 			rc = parse_size(v, &c->reply_memory);
+	}
+	else if (!strcmp(key, "request_memory")) {
+		/* 0: no bound; else a size, at least 8M */
+		rc = 0;
+		if (!strcmp(v, "0"))
+			c->request_memory = 0;
+		else
+			rc = parse_size(v, &c->request_memory);
 	}
 	else if (!strcmp(key, "idle_timeout"))
 		rc = parse_uint(v, 86400, &c->idle_timeout);

@@ -22,6 +22,8 @@ struct nfsd_conf {
 	unsigned max_connections;	/* 0: from the descriptor limit */
 	unsigned long long reply_memory;	/* bytes of replies queued, all
 						 * connections (0: no bound) */
+	unsigned long long request_memory;	/* bytes of calls in flight, all
+						 * connections (0: no bound) */
 	unsigned idle_timeout;		/* seconds; 0: never */
 	unsigned record_timeout;	/* seconds; 0: never */
 	bool foreground;

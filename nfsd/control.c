@@ -57,6 +57,7 @@
 #include "nfsd/exports.h"
 #include "nfsd/log.h"
 #include "nfsd/presto.h"
+#include "nfsd/rpc.h"
 #include "nfsd/stats.h"
 
 #define CONTROL_VERSION     1
@@ -359,6 +360,11 @@ static int cmd_stats(json_t *req, json_t *rep, char *err, size_t errlen)
 	set_u64(loop, "inline", sl.inline_calls);
 	set_u64(loop, "deferred", sl.deferred);
 	set_u64(loop, "pauses", sl.pauses);
+	size_t held;
+	uint64_t waits;
+	rpc_request_memory(&held, &waits);
+	set_u64(loop, "request_bytes", held);
+	set_u64(loop, "request_memory_waits", waits);
 	json_object_set_new(rep, "loop", loop);
 
 	json_object_set_new(rc, "replayed", json_boolean(ps.recovery_replayed));

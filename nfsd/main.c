@@ -48,6 +48,7 @@ static void usage(FILE *f)
 		"                   [--replay=auto|always|force] [--no-destage] [--control PATH]\n"
 		"                   [--max-connections N] [--idle-timeout SECS]\n"
 		"                   [--record-timeout SECS] [--reply-memory SIZE]\n"
+		"                   [--request-memory SIZE]\n"
 		"\n"
 		"  -c, --config FILE   read settings from FILE (see etc/presto.conf)\n"
 		"  --exports FILE      exports in knfsd exports(5) syntax\n"
@@ -66,6 +67,9 @@ static void usage(FILE *f)
 		"  --reply-memory SIZE replies queued, all connections (512M, at least 8M;\n"
 		"                      0: no bound): over it, a connection holding 4 MiB\n"
 		"                      or more that takes none of them is closed\n"
+		"  --request-memory SIZE  calls in flight, all connections (256M, at least\n"
+		"                      8M; 0: no bound): over it, no connection is read\n"
+		"                      until they are down to half of it\n"
 		"  -F, --foreground    stay in the foreground, log to stderr\n"
 		"  --debug             verbose logging\n"
 		"  --nvram PATH        the NVRAM log (formatted at first use): presto on for\n"
@@ -219,7 +223,7 @@ int main(int argc, char **argv)
 {
 	enum { O_EXPORTS = 256, O_STATE, O_BIND, O_NFSPORT, O_MNTPORT, O_NORPCB, O_THREADS, O_DEBUG,
 	       O_NVRAM, O_NVSIZE, O_REPLAY, O_NODESTAGE, O_CONTROL, O_IDLE, O_RECTIMEO, O_REPLYMEM,
-	       O_MAXCONN };
+	       O_MAXCONN, O_REQMEM };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "exports", required_argument, NULL, O_EXPORTS },
@@ -240,6 +244,7 @@ int main(int argc, char **argv)
 		{ "idle-timeout", required_argument, NULL, O_IDLE },
 		{ "record-timeout", required_argument, NULL, O_RECTIMEO },
 		{ "reply-memory", required_argument, NULL, O_REPLYMEM },
+		{ "request-memory", required_argument, NULL, O_REQMEM },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -340,6 +345,9 @@ int main(int argc, char **argv)
 			break;
 		case O_REPLYMEM:
 			key = "reply_memory";
+			break;
+		case O_REQMEM:
+			key = "request_memory";
 			break;
 		case 'h':
 			usage(stdout);
@@ -468,6 +476,7 @@ int main(int argc, char **argv)
 		.idle_timeout_s = conf.idle_timeout,
 		.record_timeout_s = conf.record_timeout,
 		.reply_memory = conf.reply_memory > SIZE_MAX ? SIZE_MAX : (size_t)conf.reply_memory,
+		.request_memory = conf.request_memory > SIZE_MAX ? SIZE_MAX : (size_t)conf.request_memory,
 	});
 	for (unsigned i = 0; i < conf.nbind; i++) {
 		if (i > 0) {

@@ -79,6 +79,11 @@ struct rpc_conn {
 					 * any more, closed once no call is in
 					 * flight and the output has drained */
 	bool throttled;
+	/* not read while the calls in flight, all connections', hold
+	 * R.request_memory or more (lock; on R.mem_waiters, whose link is the
+	 * loop thread's) */
+	bool mem_wait;
+	struct rpc_conn *mem_next;
 	uint32_t events;		/* current epoll interest set */
 	unsigned inflight;
 	struct outbuf *out_head, *out_tail;
@@ -173,6 +178,14 @@ static struct {
 	unsigned max_conns;		/* over it, accept closes an idle one (0: none) */
 	size_t reply_memory;		/* queued replies, all connections (0: no bound) */
 	size_t queued_total;		/* atomic: the sum of every connection's out_bytes */
+	size_t request_memory;		/* calls in flight, all connections (0: no bound) */
+	size_t req_mem;			/* atomic: what they hold (rpc_req.mem) */
+	uint64_t mem_waits;		/* atomic: times reading stopped at request_memory */
+	/* connections not read for request_memory (loop thread; each holds a
+	 * reference), and their count (atomic: workers read it) */
+	struct rpc_conn *mem_waiters;
+	int nmem_waiters;
+	int mem_wake;			/* atomic: a worker woke the loop for them */
 	/* a descriptor kept open (/dev/null) to take and close a pending
 	 * connection with when out of descriptors (loop thread) */
 	int spare_fd;
@@ -195,6 +208,12 @@ static __thread bool on_loop_thread;
 unsigned rpc_busy_conns(void)
 {
 	return (unsigned)__atomic_load_n(&R.busy_conns, __ATOMIC_RELAXED);
+}
+
+void rpc_request_memory(size_t *held, uint64_t *waits)
+{
+	*held = __atomic_load_n(&R.req_mem, __ATOMIC_RELAXED);
+	*waits = __atomic_load_n(&R.mem_waits, __ATOMIC_RELAXED);
 }
 
 bool rpc_on_loop(void)
@@ -391,7 +410,7 @@ static void conn_update_events(struct rpc_conn *c)
 
 	if (c->closed)
 		return;
-	if (!c->throttled && !c->close_after && !c->read_eof && !c->held_len &&
+	if (!c->throttled && !c->mem_wait && !c->close_after && !c->read_eof && !c->held_len &&
 	    !__atomic_load_n(&R.draining, __ATOMIC_ACQUIRE) &&
 	    __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) < RPC_MAX_QUEUED)
 		want |= EPOLLIN;
@@ -555,8 +574,20 @@ static void req_finish(struct rpc_req *req)
 		conn_close_locked(c);	/* the last reply went out */
 	pthread_mutex_unlock(&c->lock);
 	conn_put(c);
+	size_t mem = req->mem;
 	free(req->buf);
 	free(req);
+	size_t left = __atomic_sub_fetch(&R.req_mem, mem, __ATOMIC_RELAXED);
+	/* down to half the bound: the loop reads the waiting connections
+	 * again (rpc_mem_resume). The loop checks this itself before it
+	 * sleeps; a worker wakes it, once. */
+	if (__atomic_load_n(&R.nmem_waiters, __ATOMIC_ACQUIRE) && left <= R.request_memory / 2 &&
+	    !on_loop_thread && !__atomic_exchange_n(&R.mem_wake, 1, __ATOMIC_ACQ_REL)) {
+		uint64_t one = 1;
+		if (write(R.evfd, &one, sizeof(one)) < 0) {
+			/* counter already set: the loop wakes anyway */
+		}
+	}
 	__atomic_sub_fetch(&R.pending, 1, __ATOMIC_ACQ_REL);
 }
 
@@ -833,9 +864,36 @@ static void do_accept(struct ep_item *l)
 	}
 }
 
+/* conn_mem_wait -- the calls in flight hold R.request_memory or more: c is
+ * not read until they are down to half of it (rpc_mem_resume). Loop
+ * thread. Returns true when c was paused (false: closed). */
+static bool conn_mem_wait(struct rpc_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool wait = !c->closed && !c->close_after;
+	if (wait && !c->mem_wait) {
+		c->mem_wait = true;
+		conn_update_events(c);
+		__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+		c->mem_next = R.mem_waiters;
+		R.mem_waiters = c;
+		if (__atomic_add_fetch(&R.nmem_waiters, 1, __ATOMIC_ACQ_REL) == 1) {
+			static long tok;
+			__atomic_add_fetch(&R.mem_waits, 1, __ATOMIC_RELAXED);
+			if (log_ratelimited(&tok))
+				log_warnx("calls in flight hold %zu MiB, request_memory is %zu MiB: reading no more calls until they are down to half",
+					  __atomic_load_n(&R.req_mem, __ATOMIC_RELAXED) >> 20,
+					  R.request_memory >> 20);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return wait;
+}
+
 /* conn_record -- a whole record arrived: run it or hand it to a worker.
- * Returns 1 when it brought c to RPC_MAX_INFLIGHT calls in flight (the
- * caller reads no further record), -1 when c is closed or closing
+ * Returns 1 when it brought c to RPC_MAX_INFLIGHT calls in flight, or the
+ * calls in flight of all connections to R.request_memory (the caller reads
+ * no further record), -1 when c is closed or closing
  * (rpc_close_conn): the call is not run, nor any after it, since no reply
  * could go out (a call run inline may have closed c after a failed persist;
  * a worker may have, beside the loop), and a change applied without its
@@ -872,16 +930,22 @@ static int conn_record(struct rpc_conn *c)
 	req->peer = c->peer;
 	req->peerlen = c->peerlen;
 	req->t_recv_ns = rpc_now_ns();
+	req->mem = malloc_usable_size(c->rec) + sizeof(*req);
 	c->rec = NULL;
 	c->rec_len = c->rec_cap = 0;
 	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
 	__atomic_add_fetch(&R.pending, 1, __ATOMIC_ACQ_REL);
+	__atomic_add_fetch(&R.req_mem, req->mem, __ATOMIC_RELAXED);
 	/* The loop holds its reference on c across this call, so a reply that
 	 * closes the connection cannot free it under conn_input. */
 	if (R.inline_ok && R.inline_ok(req))
 		R.dispatch(req);
 	else
 		worker_enqueue(req);
+	/* a call run here is done (its memory returned); one left for a
+	 * worker may bring the calls in flight over the bound */
+	if (R.request_memory && __atomic_load_n(&R.req_mem, __ATOMIC_RELAXED) >= R.request_memory)
+		full |= conn_mem_wait(c);
 	return full;
 }
 
@@ -890,7 +954,8 @@ static int conn_record(struct rpc_conn *c)
  * read. Caller holds c->lock. */
 static bool conn_paused_locked(struct rpc_conn *c)
 {
-	return c->throttled || __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >= RPC_MAX_QUEUED;
+	return c->throttled || c->mem_wait ||
+	       __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >= RPC_MAX_QUEUED;
 }
 
 /* conn_hold -- keep the n bytes of input at p for later: c is paused (see
@@ -1006,7 +1071,7 @@ static void conn_readable(struct rpc_conn *c)
 			 * reading on would parse from the middle of a record,
 			 * fail its framing and close c before its queued
 			 * replies went out. */
-			bool stop = c->throttled || c->closed || c->close_after ||
+			bool stop = c->throttled || c->mem_wait || c->closed || c->close_after ||
 				    __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >= RPC_MAX_QUEUED;
 			pthread_mutex_unlock(&c->lock);
 			if (stop)
@@ -1118,6 +1183,35 @@ static void rpc_uncork(void)
 		R.corked = NULL;
 		rpc_uncork_round(round);
 	} while (R.corked);
+}
+
+/* rpc_mem_resume -- read the connections that waited for the calls' memory
+ * again, once it is down to half the bound (or at the end: force). Loop
+ * thread. */
+static void rpc_mem_resume(bool force)
+{
+	if (!R.mem_waiters)
+		return;
+	__atomic_store_n(&R.mem_wake, 0, __ATOMIC_RELEASE);
+	if (!force && __atomic_load_n(&R.req_mem, __ATOMIC_RELAXED) > R.request_memory / 2)
+		return;
+	struct rpc_conn *c = R.mem_waiters;
+	R.mem_waiters = NULL;
+	__atomic_store_n(&R.nmem_waiters, 0, __ATOMIC_RELEASE);
+	while (c) {
+		struct rpc_conn *next = c->mem_next;
+		c->mem_next = NULL;
+		pthread_mutex_lock(&c->lock);
+		c->mem_wait = false;
+		bool resume = !force && conn_resume_due(c);
+		if (!resume)
+			conn_update_events(c);
+		pthread_mutex_unlock(&c->lock);
+		if (resume)
+			conn_resume(c);
+		conn_put(c);
+		c = next;
+	}
 }
 
 /* rpc_resume_held -- go on with the connections whose throttle was lifted
@@ -1300,6 +1394,7 @@ void rpc_set_limits(const struct rpc_limits *l)
 					    : R.idle_ns | R.record_ns;
 	R.max_conns = l->max_conns;
 	R.reply_memory = l->reply_memory;
+	R.request_memory = l->request_memory;
 	R.sweep_ns = shortest / 4;
 	if (R.sweep_ns && R.sweep_ns < RPC_SWEEP_MIN_NS)
 		R.sweep_ns = RPC_SWEEP_MIN_NS;
@@ -1377,6 +1472,7 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 		}
 		if (__atomic_load_n(&R.resumes, __ATOMIC_ACQUIRE))
 			rpc_resume_held();
+		rpc_mem_resume(false);
 		rpc_uncork();
 		/* counted from the end of the batch: the calls it ran inline
 		 * must not eat the client's window */
@@ -1394,6 +1490,7 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 	R.nlisteners = 0;
 	/* no held input resumes, no input is read: no new calls */
 	__atomic_store_n(&R.draining, true, __ATOMIC_RELEASE);
+	rpc_mem_resume(true);	/* their references go */
 	uint64_t deadline = rpc_now_ns() + (uint64_t)drain_ms * 1000000ull;
 	while (__atomic_load_n(&R.pending, __ATOMIC_ACQUIRE) > 0 && rpc_now_ns() < deadline) {
 		int n = epoll_wait(R.epfd, evs, 64, 10);

@@ -44,6 +44,8 @@ struct rpc_req {
 	struct sockaddr_storage peer;
 	socklen_t peerlen;
 	uint64_t t_recv_ns;		/* CLOCK_MONOTONIC at receipt */
+	size_t mem;			/* what it holds, counted in the calls'
+					 * memory (rpc_limits.request_memory) */
 	bool drc_held;			/* deferred by the loop thread with its
 					 * duplicate-request-cache entry kept in
 					 * progress (dispatch.c) */
@@ -82,6 +84,13 @@ struct rpc_limits {
 	 * sweep closes those holding RPC_MAX_QUEUED or more whose clients took
 	 * none since the last sweep */
 	size_t reply_memory;
+	/* bytes the calls in flight hold (their records), all connections
+	 * together: once a call brings them over it, no connection is read
+	 * (each stops after its record in progress) until the calls are down
+	 * to half of it. Calls wait for workers (an fsync, a READ from the
+	 * disk), and each connection may have RPC_MAX_INFLIGHT of them: 256
+	 * WRITEs of 1 MiB a client. */
+	size_t request_memory;
 	/* a connection with no call in flight, no output queued and nothing
 	 * heard from its client for this long is closed (knfsd: 6 minutes) */
 	unsigned idle_timeout_s;
@@ -123,6 +132,9 @@ bool rpc_conn_closed(const struct rpc_req *req);
 bool rpc_on_loop(void);
 /* rpc_busy_conns -- how many connections have calls in flight. */
 unsigned rpc_busy_conns(void);
+/* rpc_request_memory -- the bytes the calls in flight hold now, and how
+ * many times reading stopped at rpc_limits.request_memory. */
+void rpc_request_memory(size_t *held, uint64_t *waits);
 /* rpc_defer -- hand req, which started inline on the loop thread and found
  * it would have to wait, to a worker that runs it from the start. */
 void rpc_defer(struct rpc_req *req);

@@ -2115,6 +2115,131 @@ static void test_reply_memory_bound(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+/* test_request_memory_bound -- calls waiting for a worker hold their
+ * records: 4 clients that each send 160 WRITEs of 1 MiB (FILE_SYNC: with
+ * no log, each waits for its fsync on a worker) would make the server hold
+ * up to 640 MiB, under the bound of 256 calls a connection. Over
+ * --request-memory (8M here), all connections together, the server reads
+ * no more calls until the calls it holds are down to half of it; every
+ * call is answered. */
+static void test_request_memory_bound(void **state)
+{
+	enum { CONNS = 4, CALLS = 160, LEN = 1 << 20 };
+	static const char *const extra[] = { "--request-memory", "8M", NULL };
+	static unsigned char data[LEN];
+	static struct it_buf hdr[CONNS];
+	struct it_server *s = &own;
+	struct it_fh root_fh, f;
+	struct rpc_context *c;
+	int fd[CONNS], done[CONNS] = { 0 }, answered = 0;
+	size_t off[CONNS] = { 0 };	/* bytes of the current call sent */
+	long grew = 0;
+
+	it_presto_only();
+	(void)state;
+	own_start(s, extra, &root_fh);
+	c = it_rpc_connect(s, IT_NFS_PROG, 3);
+	assert_non_null(c);
+	assert_int_equal(it_create(c, &root_fh, "bigw", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	it_rpc_close(c);
+	it_fill(data, sizeof(data), 13);
+	long rss0 = rss_kib(s->pid);
+	for (int k = 0; k < CONNS; k++) {
+		fd[k] = it_tcp_connect(NULL, 0, s->nfs_port);
+		assert_true(fd[k] >= 0);
+		assert_int_equal(fcntl(fd[k], F_SETFL, O_NONBLOCK), 0);
+	}
+	long long t0 = now_ms(), next = t0;
+	int all_sent = 0;
+	while (!all_sent && now_ms() - t0 < 60000) {
+		all_sent = 1;
+		for (int k = 0; k < CONNS; k++) {
+			if (done[k] == CALLS)
+				continue;
+			all_sent = 0;
+			struct it_buf *h = &hdr[k];
+			if (off[k] == 0) {
+				uint32_t i = (uint32_t)done[k];
+				it_buf_reset(h);
+				it_put32(h, 0);		/* the record mark, below */
+				it_put_call(h, 0x8000000u * (uint32_t)(k + 1) + i, 2, IT_NFS_PROG, 3,
+					    NFS3_WRITE, IT_AUTH_SYS, 0, 0);
+				it_put_fh(h, &f);
+				it_put64(h, ((uint64_t)k * CALLS + i) * LEN);
+				it_put32(h, LEN);
+				it_put32(h, FILE_SYNC);
+				it_put32(h, LEN);
+				uint32_t mark = htonl(0x80000000u | (uint32_t)(h->len - 4 + LEN));
+				memcpy(h->b, &mark, 4);
+			}
+			struct iovec iov[2];
+			int n = 0;
+			if (off[k] < h->len)
+				iov[n++] = (struct iovec){ h->b + off[k], h->len - off[k] };
+			size_t doff = off[k] > h->len ? off[k] - h->len : 0;
+			iov[n++] = (struct iovec){ data + doff, LEN - doff };
+			struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+			ssize_t w = sendmsg(fd[k], &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w < 0) {
+				assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+				continue;
+			}
+			off[k] += (size_t)w;
+			if (off[k] == h->len + LEN) {
+				off[k] = 0;
+				done[k]++;
+			}
+		}
+		if (now_ms() >= next) {
+			long rss = rss_kib(s->pid);
+			grew = rss - rss0 > grew ? rss - rss0 : grew;
+			next = now_ms() + 20;
+		}
+		usleep(200);
+	}
+	print_message("sent %d calls of 1 MiB in %lld ms; the server's RSS grew by %ld KiB at most\n",
+		      done[0] + done[1] + done[2] + done[3], now_ms() - t0, grew);
+	assert_true(all_sent);
+#ifdef __SANITIZE_ADDRESS__
+	/* AddressSanitizer keeps 256 MiB of freed memory in quarantine */
+	long limit = 512 * 1024;
+#else
+	/* 8 MiB, the records in progress (1 MiB a connection), malloc's
+	 * slack: 30 MiB here, and 220 MiB without the bound */
+	long limit = 96 * 1024;
+#endif
+	if (grew > limit)
+		fail_msg("the server's RSS grew by %ld KiB for calls in flight", grew);
+	if (!it_nvram) {
+		/* presto off: each WRITE waits for its fsync on a worker (with
+		 * the log they run on the event loop, one at a time) */
+		static char buf[65536];
+		const char *p;
+		if (it_control(s, "{\"cmd\":\"stats\"}\n", buf, sizeof(buf)) < 0)
+			fail_msg("control request stats: %s", strerror(errno));
+		p = strstr(buf, "\"request_memory_waits\":");
+		assert_non_null(p);
+		assert_true(strtoull(p + 23, NULL, 10) > 0);
+	}
+	for (int k = 0; k < CONNS; k++) {
+		assert_int_equal(fcntl(fd[k], F_SETFL, 0), 0);
+		for (int i = 0; i < CALLS; i++) {
+			struct it_reply rep;
+			if (it_recv_record(fd[k], &reply, 20000) <= 0)
+				fail_msg("connection %d: %d of %d calls answered", k, i, CALLS);
+			assert_int_equal(it_parse_reply(&reply, &rep), 0);
+			assert_int_equal(rep.accept_stat, SUCCESS);
+			assert_int_equal(it_get32(&reply), NFS3_OK);
+			answered++;
+		}
+		close(fd[k]);
+	}
+	assert_int_equal(answered, CONNS * CALLS);
+	assert_true(it_server_alive(s));
+	assert_int_equal(it_server_stop(s), 0);
+}
+
 static void test_reset_while_input_held(void **state)
 {
 	/* 100 READs of 1 MiB in one write: the server answers until its
@@ -2457,6 +2582,7 @@ int main(void)
 		cmocka_unit_test(test_stalled_reader_closed),
 		cmocka_unit_test(test_reset_while_input_held),
 		cmocka_unit_test(test_reply_memory_bound),
+		cmocka_unit_test(test_request_memory_bound),
 		cmocka_unit_test(test_connection_limit),
 		cmocka_unit_test(test_out_of_descriptors),
 		cmocka_unit_test(test_keepalive),

@@ -76,6 +76,7 @@ static void check_defaults(const struct nfsd_conf *c)
 	assert_int_equal(c->idle_timeout, 360);
 	assert_int_equal(c->record_timeout, 30);
 	assert_int_equal(c->reply_memory, 512ull << 20);
+	assert_int_equal(c->request_memory, 256ull << 20);
 	assert_false(c->foreground);
 	assert_false(c->debug);
 	assert_string_equal(c->nvram, "");
@@ -161,6 +162,7 @@ static void test_every_key(void **state)
 			      "idle_timeout = 0\n"
 			      "record_timeout = 86400\n"
 			      "reply_memory = 2G\n"
+			      "request_memory = 64M\n"
 			      "foreground = yes\n"
 			      "debug = on\n"
 			      "nvram = /dev/shm/presto.log\n"
@@ -185,6 +187,7 @@ static void test_every_key(void **state)
 	assert_int_equal(c.idle_timeout, 0);
 	assert_int_equal(c.record_timeout, 86400);
 	assert_int_equal(c.reply_memory, 2ull << 30);
+	assert_int_equal(c.request_memory, 64ull << 20);
 	assert_true(c.foreground);
 	assert_true(c.debug);
 	assert_string_equal(c.nvram, "/dev/shm/presto.log");
@@ -200,6 +203,10 @@ static void test_every_key(void **state)
 	assert_int_equal(load(&c, "reply_memory = 0\n"), 0);
 	assert_int_equal(c.reply_memory, 0);
 	assert_int_equal(load(&c, "reply_memory = 1M\n"), -EINVAL);
+	/* request_memory: the same */
+	assert_int_equal(load(&c, "request_memory = 0\n"), 0);
+	assert_int_equal(c.request_memory, 0);
+	assert_int_equal(load(&c, "request_memory = 4M\n"), -EINVAL);
 
 	/* and back: "replay = auto", empty strings */
 	assert_int_equal(load(&c, "replay = always\nreplay = auto\nnvram =\ncontrol =\n"), 0);
