@@ -1,5 +1,5 @@
 # admin/admind.mk -- presto-admind, the console's served folder and the
-# history's unit test.
+# unit tests of its history and of its Prometheus text.
 #
 # presto-admind talks to presto-nfsd only through the control socket: it
 # links nothing of nfsd/ or cache/. The console is served from $(O)/web:
@@ -13,9 +13,9 @@ ADMIND_WEB  := $(O)/web
 ADMIND_WEB_SRC := $(wildcard web/*.html web/*.js web/*.css web/*.svg)
 
 PROGS += $(B)/presto-admind
-TEST_PROGS += $(T)/admin/test_admind_db
+TEST_PROGS += $(T)/admin/test_admind_db $(T)/admin/test_admind_prom
 
-$(ADMIND_OBJS) $(O)/tests/admin/test_admind_db.o: \
+$(ADMIND_OBJS) $(O)/tests/admin/test_admind_db.o $(O)/tests/admin/test_admind_prom.o: \
 	CPPFLAGS += $(shell pkg-config --cflags $(ADMIND_PKGS)) \
 	-DADMIND_WEB_DIR='"$(abspath $(ADMIND_WEB))"'
 
@@ -26,6 +26,10 @@ $(B)/presto-admind: $(ADMIND_OBJS)
 $(T)/admin/test_admind_db: $(O)/tests/admin/test_admind_db.o $(O)/admin/admind_db.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs cmocka sqlite3 jansson) -lm
+
+$(T)/admin/test_admind_prom: $(O)/tests/admin/test_admind_prom.o $(O)/admin/admind_prom.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(shell pkg-config --libs cmocka jansson)
 
 # the served folder: our files, then the chart library from web/node_modules
 all: $(ADMIND_WEB)/.stamp

@@ -32,6 +32,21 @@ static double num(json_t *o, const char *k)
 	return json_is_number(v) ? json_number_value(v) : 0;
 }
 
+/* val -- v as a sample value (and the line's end) that reads back as the same double: the
+ * shortest of 15 or 17 significant digits. %.12g printed a byte counter past
+ * 10^12 (some 25 minutes of WRITEs at 600 MB/s) rounded to a multiple of 10
+ * or more. */
+static void val(FILE *f, double v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, sizeof(buf), "%.17g", v);
+	fputs(buf, f);
+	fputc('\n', f);
+}
+
 static void head(FILE *f, const char *name, const char *type, const char *help)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -40,7 +55,8 @@ static void head(FILE *f, const char *name, const char *type, const char *help)
 static void metric(FILE *f, const char *name, const char *type, const char *help, double v)
 {
 	head(f, name, type, help);
-	fprintf(f, "%s %.12g\n", name, v);
+	fprintf(f, "%s ", name);
+	val(f, v);
 }
 
 /* label -- v escaped as a label value (backslash, quote, newline) */
@@ -67,7 +83,8 @@ static void procs_family(FILE *f, json_t *procs, const char *name, const char *t
 	json_array_foreach(procs, i, p) {
 		fprintf(f, "%s{proc=\"", name);
 		label(f, json_string_value(json_object_get(p, "name")));
-		fprintf(f, "\"} %.12g\n", num(p, key) * scale);
+		fputs("\"} ", f);
+		val(f, num(p, key) * scale);
 	}
 }
 
@@ -126,13 +143,17 @@ char *admind_prometheus(json_t *snap)
 	head(f, "presto_log_records_per_persist", "histogram", "Records made durable by one persist.");
 	json_array_foreach(hist, i, p) {
 		cum += json_number_value(p);
-		if (i + 1 < json_array_size(hist))
-			fprintf(f, "presto_log_records_per_persist_bucket{le=\"%llu\"} %.12g\n",
-				1ULL << i, cum);
+		if (i + 1 < json_array_size(hist)) {
+			fprintf(f, "presto_log_records_per_persist_bucket{le=\"%llu\"} ", 1ULL << i);
+			val(f, cum);
+		}
 	}
-	fprintf(f, "presto_log_records_per_persist_bucket{le=\"+Inf\"} %.12g\n", cum);
-	fprintf(f, "presto_log_records_per_persist_sum %.12g\n", num(lg, "appends"));
-	fprintf(f, "presto_log_records_per_persist_count %.12g\n", cum);
+	fputs("presto_log_records_per_persist_bucket{le=\"+Inf\"} ", f);
+	val(f, cum);
+	fputs("presto_log_records_per_persist_sum ", f);
+	val(f, num(lg, "appends"));
+	fputs("presto_log_records_per_persist_count ", f);
+	val(f, cum);
 
 	metric(f, "presto_destage_runs_total", "counter", "Destager runs (checkpoints).",
 	       num(ds, "runs"));
@@ -173,18 +194,21 @@ char *admind_prometheus(json_t *snap)
 		json_array_foreach(bounds, k, b) {
 			fprintf(f, "presto_nfs_request_duration_seconds_bucket{proc=\"");
 			label(f, json_string_value(json_object_get(p, "name")));
-			fprintf(f, "\",le=\"%.6g\"} %.12g\n", (double)json_integer_value(b) / 1e6,
-				(double)json_integer_value(json_array_get(counts, k)));
+			fprintf(f, "\",le=\"%.6g\"} ", (double)json_integer_value(b) / 1e6);
+			val(f, (double)json_integer_value(json_array_get(counts, k)));
 		}
 		fprintf(f, "presto_nfs_request_duration_seconds_bucket{proc=\"");
 		label(f, json_string_value(json_object_get(p, "name")));
-		fprintf(f, "\",le=\"+Inf\"} %.12g\n", num(p, "count"));
+		fputs("\",le=\"+Inf\"} ", f);
+		val(f, num(p, "count"));
 		fprintf(f, "presto_nfs_request_duration_seconds_sum{proc=\"");
 		label(f, json_string_value(json_object_get(p, "name")));
-		fprintf(f, "\"} %.12g\n", num(p, "mean_us") * num(p, "count") / 1e6);
+		fputs("\"} ", f);
+		val(f, num(p, "mean_us") * num(p, "count") / 1e6);
 		fprintf(f, "presto_nfs_request_duration_seconds_count{proc=\"");
 		label(f, json_string_value(json_object_get(p, "name")));
-		fprintf(f, "\"} %.12g\n", num(p, "count"));
+		fputs("\"} ", f);
+		val(f, num(p, "count"));
 	}
 
 	procs_family(f, procs, "presto_nfs_logged_requests_total", "counter",
@@ -195,7 +219,8 @@ char *admind_prometheus(json_t *snap)
 	json_array_foreach(procs, i, p) {
 		fprintf(f, "presto_nfs_log_seconds_total{proc=\"");
 		label(f, json_string_value(json_object_get(p, "name")));
-		fprintf(f, "\"} %.12g\n", num(p, "log_mean_us") * num(p, "log_count") / 1e6);
+		fputs("\"} ", f);
+		val(f, num(p, "log_mean_us") * num(p, "log_count") / 1e6);
 	}
 
 	head(f, "presto_export_acceleration", "gauge", "1 when presto is on for the export.");
