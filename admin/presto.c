@@ -77,11 +77,43 @@ static size_t conn_len, conn_cap;
 static jmp_buf watch_jmp;
 static bool watch_armed;
 
+/*
+ * shown -- s as printed: the bytes a terminal acts on (C0 controls, DEL, and
+ * C1 controls encoded in UTF-8) as \xNN or \u00NN, and a backslash doubled,
+ * so that an export path, a client name or a message from the server cannot
+ * move the cursor, retitle the window or clear the screen. One of 8 buffers
+ * in turn (a printf may show several); cut at 16 KiB.
+ */
+static const char *shown(const char *s)
+{
+	static char ring[8][4 * PATH_MAX + 8];
+	static unsigned next;
+	char *b = ring[next++ % 8], *p = b;
+	const char *end = b + sizeof(ring[0]) - 8;
+
+	for (; s && *s && p < end; s++) {
+		unsigned char c = (unsigned char)*s, d = (unsigned char)s[1];
+
+		if (c < 0x20 || c == 0x7f) {
+			p += sprintf(p, "\\x%02x", c);
+		} else if (c == 0xc2 && d >= 0x80 && d <= 0x9f) {
+			p += sprintf(p, "\\u%04x", d);
+			s++;
+		} else {
+			if (c == '\\')
+				*p++ = '\\';
+			*p++ = (char)c;
+		}
+	}
+	*p = '\0';
+	return b;
+}
+
 /* unreachable -- report that the server cannot be reached and exit 2 (or,
  * in a watch, go on with the next report). */
 static void __attribute__((noreturn)) unreachable(const char *why)
 {
-	fprintf(stderr, "presto: cannot reach presto-nfsd at %s: %s\n", sock_path, why);
+	fprintf(stderr, "presto: cannot reach presto-nfsd at %s: %s\n", shown(sock_path), shown(why));
 	if (watch_armed)
 		longjmp(watch_jmp, 1);
 	exit(EXIT_UNREACHABLE);
@@ -220,7 +252,7 @@ static json_t *request(const char *cmd, json_t *names, int *status)
 	if (!json_is_true(json_object_get(ans, "ok"))) {
 		const char *e = json_string_value(json_object_get(ans, "error"));
 
-		fprintf(stderr, "presto: %s: %s\n", cmd, e ? e : "refused");
+		fprintf(stderr, "presto: %s: %s\n", cmd, e ? shown(e) : "refused");
 		*status = EXIT_REFUSED;
 		json_decref(ans);
 		return NULL;
@@ -244,11 +276,12 @@ static double real(json_t *o, const char *k)
 	return json_number_value(json_object_get(o, k));
 }
 
+/* str -- the string o.k as printed (shown), "" when there is none */
 static const char *str(json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));
 
-	return s ? s : "";
+	return s ? shown(s) : "";
 }
 
 /* human_bytes -- "12.3 MiB" */
@@ -466,8 +499,11 @@ static void show_switched(json_t *ans, json_t *names, bool on)
 
 		json_array_foreach(names, k, n) {
 			/* the server normalised the path; compare loosely on a trailing '/' */
-			const char *a = json_string_value(n), *b = str(e, "path");
+			const char *a = json_string_value(n), *b = json_string_value(json_object_get(e, "path"));
 			size_t la = strlen(a);
+
+			if (!b)
+				continue;
 
 			while (la > 1 && a[la - 1] == '/')
 				la--;

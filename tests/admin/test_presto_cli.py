@@ -397,6 +397,13 @@ def test_enable_disable(srv):
         rc, ans, err = presto_json(srv, opt, bogus)
         check("presto %s UNKNOWN --json: ok false, error names it" % opt,
               rc == 1 and ans[0]["ok"] is False and bogus in ans[0]["error"])
+    # the server's message quotes the name: its escape sequences (clear the
+    # screen, retitle the window; C1 CSI) are printed escaped, not acted on
+    evil = os.path.join(srv.dir, "no\x1b[2J\x1b]0;pwned\x07-such\u009b31m\\x")
+    rc, out, err = presto(srv, "-d", evil)
+    check("presto -d UNKNOWN-WITH-ESCAPES: exit 1, the name escaped",
+          rc == 1 and "\x1b" not in err and "\x07" not in err and "\u009b" not in err and
+          "no\\x1b[2J\\x1b]0;pwned\\x07-such\\u009b31m\\\\x" in err, "rc=%d %r" % (rc, err))
     # a refused request changes nothing, even when other names were fine
     rc, out, err = presto(srv, "-d", srv.export("fast"), bogus)
     rc2, ans, _ = presto_json(srv)
