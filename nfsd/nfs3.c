@@ -588,6 +588,14 @@ static int apply_sattr(struct call *c, struct obj *o, const sattr3 *sa, bool ski
 		struct timespec ts[2];
 		ts[0].tv_nsec = UTIME_OMIT;
 		ts[1].tv_nsec = UTIME_OMIT;
+		/* a client's nanoseconds of 10^9 or more are refused before
+		 * they reach utimensat, where UTIME_NOW's and UTIME_OMIT's
+		 * values (2^30 - 1, 2^30 - 2) mean "now" and "leave it" */
+		if ((sa->atime.set_it == SET_TO_CLIENT_TIME &&
+		     sa->atime.set_atime_u.atime.nseconds >= 1000000000u) ||
+		    (sa->mtime.set_it == SET_TO_CLIENT_TIME &&
+		     sa->mtime.set_mtime_u.mtime.nseconds >= 1000000000u))
+			return -EINVAL;
 		if (sa->atime.set_it == SET_TO_SERVER_TIME)
 			ts[0].tv_nsec = UTIME_NOW;
 		else if (sa->atime.set_it == SET_TO_CLIENT_TIME)
@@ -596,10 +604,6 @@ static int apply_sattr(struct call *c, struct obj *o, const sattr3 *sa, bool ski
 			ts[1].tv_nsec = UTIME_NOW;
 		else if (sa->mtime.set_it == SET_TO_CLIENT_TIME)
 			ts[1] = ts_of(&sa->mtime.set_mtime_u.mtime);
-		if (ts[0].tv_nsec >= 1000000000 && ts[0].tv_nsec != UTIME_NOW && ts[0].tv_nsec != UTIME_OMIT)
-			return -EINVAL;
-		if (ts[1].tv_nsec >= 1000000000 && ts[1].tv_nsec != UTIME_NOW && ts[1].tv_nsec != UTIME_OMIT)
-			return -EINVAL;
 		if (utimensat(o->fd, "", ts, AT_EMPTY_PATH) < 0)
 			return -errno;
 	}

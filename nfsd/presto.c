@@ -2489,6 +2489,12 @@ static int replay_attr(int fd, const plog_attr *a, bool is_link)
 	if (a->set_mode && !is_link && chmod(p, a->mode & 07777) < 0)
 		return -errno;
 	if (a->atime.set || a->mtime.set) {
+		/* a time as the client set it: nanoseconds under 10^9, which
+		 * the server checked (NFS3ERR_INVAL); UTIME_NOW or UTIME_OMIT
+		 * from a record would take the time of the replay, or none */
+		if ((a->atime.set && a->atime.nsec >= 1000000000u) ||
+		    (a->mtime.set && a->mtime.nsec >= 1000000000u))
+			return -EINVAL;
 		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
 		if (a->atime.set)
 			ts[0] = (struct timespec){ a->atime.sec, a->atime.nsec };

@@ -2077,6 +2077,66 @@ static void test_bad_redirect_record_is_refused(void **state)
 	assert_int_equal(access(it_path(&srv, "x"), F_OK), 0);
 }
 
+/* a SETATTR record of x, CRC-valid and with x's MAC, whose mtime has
+ * 2^30 - 1 nanoseconds: utimensat's UTIME_NOW, which no client can set
+ * (NFS3ERR_INVAL) */
+static void append_utime_now_record(struct it_server *s)
+{
+	uint8_t buf[256];
+	size_t n = 0;
+
+	/* PLOG_SETATTR {obj {export a, x}, attr {mode, uid, gid, size: not
+	 * set; atime not set; mtime {TRUE, 1200000000, 0x3fffffff}}},
+	 * drc_key<0>, reply<0>, plog_macs {mac<16>} */
+	n += put_u32(buf + n, 2);
+	n += put_u32(buf + n, export_id_of(&cross_x));
+	n += put_kh(buf + n, &cross_x);
+	for (int i = 0; i < 6; i++)
+		n += put_u32(buf + n, 0);	/* set_mode, mode, ..., set_gid, gid */
+	n += put_u32(buf + n, 0);		/* set_size */
+	n += put_u32(buf + n, 0);		/* size (hyper) */
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 0);		/* atime {FALSE, 0, 0} */
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 1);		/* mtime */
+	n += put_u32(buf + n, 1200000000);
+	n += put_u32(buf + n, 0x3fffffff);
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 16);
+	memcpy(buf + n, cross_x.data + cross_x.len - 16, 16);
+	n += 16;
+	log_append_record(s, 2, buf, n);
+}
+
+static void test_utime_now_record_is_refused(void **state)
+{
+	/* replayed, it would set x's mtime to the time of the replay */
+	struct stat before, after;
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	assert_int_equal(it_root_fh(&srv, &cross_a), MNT3_OK);
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &cross_a, "x", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	cross_x = r.fh;
+	it_rpc_close(rpc);
+	assert_int_equal(stat(it_path(&srv, "x"), &before), 0);
+	sleep(1);	/* a replay's "now" differs from the mtime by a second */
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, append_utime_now_record), -1);
+	if (!log_says(&srv, "could not be replayed"))
+		fail_msg("presto-nfsd started over a SETATTR record of mtime nanoseconds 2^30 - 1");
+	assert_int_equal(stat(it_path(&srv, "x"), &after), 0);
+	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+	it_presto_extra[0] = "--replay=force";
+	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	assert_int_equal(stat(it_path(&srv, "x"), &after), 0);
+	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+}
+
 /* mount_whole_fs -- put a tmpfs under the export, with the export's mark
  * (so that the replay takes it for the export's filesystem: the export is
  * now a whole filesystem), a file "inside" on it, and a record of that file
@@ -3757,6 +3817,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_record_outside_export_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_record_across_exports_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_bad_redirect_record_is_refused, test_teardown),
+		cmocka_unit_test_teardown(test_utime_now_record_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_record_without_macs_on_whole_fs, test_teardown),
 		cmocka_unit_test_teardown(test_record_without_macs_in_bind_mount, test_teardown),
 		cmocka_unit_test_teardown(test_forged_redirect_is_ignored, test_teardown),

@@ -164,6 +164,25 @@ static void test_setattr(void **state)
 	assert_int_equal(stat(it_path(&srv, "setattr/f"), &st), 0);
 	assert_true(st.st_mtime > 1600000000);
 
+	/* a client's time with 10^9 nanoseconds or more: NFS3ERR_INVAL, and
+	 * nothing changes, also for the values utimensat takes for "now"
+	 * (2^30 - 1) and "leave it" (2^30 - 2) */
+	if (!it_is_ganesha()) {
+		static const uint32_t bad_ns[] = { 1000000000u, 0x3fffffffu, 0x3ffffffeu };
+		for (unsigned i = 0; i < 3; i++) {
+			memset(&a, 0, sizeof(a));
+			a.object = it_fh3(&f);
+			a.new_attributes.mtime.set_it = SET_TO_CLIENT_TIME;
+			a.new_attributes.mtime.set_mtime_u.mtime.seconds = 1200000000;
+			a.new_attributes.mtime.set_mtime_u.mtime.nseconds = bad_ns[i];
+			assert_int_equal(it_nfs3(rpc, NFS3_SETATTR, &a, &r), NFS3ERR_INVAL);
+			struct stat st2;
+			assert_int_equal(stat(it_path(&srv, "setattr/f"), &st2), 0);
+			assert_int_equal(st2.st_mtim.tv_sec, st.st_mtim.tv_sec);
+			assert_int_equal(st2.st_mtim.tv_nsec, st.st_mtim.tv_nsec);
+		}
+	}
+
 	/* guard: a wrong ctime -> NFS3ERR_NOT_SYNC and nothing changes */
 	assert_int_equal(it_getattr(rpc, &f, &r), NFS3_OK);
 	ctime = r.attr.ctime;
