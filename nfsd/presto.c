@@ -960,6 +960,28 @@ static bool plog_decode(const struct nvlog_rec *rec, plog_rec *r,
 	*nmacs = 0;
 	xdrmem_create(&x, (char *)rec->payload, rec->len, XDR_DECODE);
 	bool ok = xdr_plog_rec(&x, r) && (uint16_t)r->op.type == rec->type;
+	/* a name or a symlink's target with a NUL in it decodes (an XDR
+	 * string has a length) to a C string that ends there, and would act
+	 * on another name: what was decoded must encode to the same bytes
+	 * (as the server wrote every record; so no bool other than 0 or 1,
+	 * no padding other than zeroes either) */
+	if (ok) {
+		u_int len = xdr_getpos(&x);
+		uint8_t *same = malloc(len ? len : 1);
+		XDR y;
+		if (same) {
+			xdrmem_create(&y, (char *)same, len, XDR_ENCODE);
+			ok = xdr_plog_rec(&y, r) && xdr_getpos(&y) == len &&
+			     memcmp(same, rec->payload, len) == 0;
+			xdr_destroy(&y);
+		}
+		free(same);
+		if (!same) {
+			xdr_destroy(&x);
+			xdr_free(XDRPROC(xdr_plog_rec), (char *)r);
+			return false;
+		}
+	}
 	if (ok && xdr_getpos(&x) < rec->len) {
 		plog_macs m = { { 0, NULL } };
 		unsigned n = plog_nobjs(r->op.type);

@@ -2137,6 +2137,51 @@ static void test_utime_now_record_is_refused(void **state)
 	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
 }
 
+/* a REMOVE record in the root of "x\0y", CRC-valid and with the root's MAC,
+ * whose victim is x: as a C string its name is "x" */
+static void append_nul_name_record(struct it_server *s)
+{
+	uint8_t buf[256];
+	size_t n = 0;
+
+	/* PLOG_REMOVE {dir {export, root}, name "x\0y", victim x, isdir
+	 * FALSE}, drc_key<0>, reply<0>, plog_macs {mac<16>} */
+	n += put_u32(buf + n, 4);
+	n += put_u32(buf + n, export_id_of(&cross_a));
+	n += put_kh(buf + n, &cross_a);
+	n += put_bytes(buf + n, "x\0y", 3);
+	n += put_kh(buf + n, &cross_x);
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 0);
+	n += put_u32(buf + n, 16);
+	memcpy(buf + n, cross_a.data + cross_a.len - 16, 16);
+	n += 16;
+	log_append_record(s, 4, buf, n);
+}
+
+static void test_nul_in_name_record_is_refused(void **state)
+{
+	/* replayed, it would remove x: no client can name "x\0y" (the server
+	 * refuses the name, NFS3ERR_ACCES or INVAL), so no record does */
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	assert_int_equal(it_root_fh(&srv, &cross_a), MNT3_OK);
+	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
+	assert_non_null(rpc);
+	assert_int_equal(it_create(rpc, &cross_a, "x", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	cross_x = r.fh;
+	it_rpc_close(rpc);
+	assert_int_equal(it_server_restart_after(&srv, SIGKILL, append_nul_name_record), -1);
+	if (!log_says(&srv, "does not decode"))
+		fail_msg("presto-nfsd did not refuse a REMOVE record of a name with a NUL in it");
+	assert_int_equal(access(it_path(&srv, "x"), F_OK), 0);
+	it_presto_extra[0] = "--replay=force";
+	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+	assert_int_equal(access(it_path(&srv, "x"), F_OK), 0);
+}
+
 /* mount_whole_fs -- put a tmpfs under the export, with the export's mark
  * (so that the replay takes it for the export's filesystem: the export is
  * now a whole filesystem), a file "inside" on it, and a record of that file
@@ -3818,6 +3863,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_record_across_exports_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_bad_redirect_record_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_utime_now_record_is_refused, test_teardown),
+		cmocka_unit_test_teardown(test_nul_in_name_record_is_refused, test_teardown),
 		cmocka_unit_test_teardown(test_record_without_macs_on_whole_fs, test_teardown),
 		cmocka_unit_test_teardown(test_record_without_macs_in_bind_mount, test_teardown),
 		cmocka_unit_test_teardown(test_forged_redirect_is_ignored, test_teardown),
