@@ -577,12 +577,14 @@ static void req_finish(struct rpc_req *req)
 	size_t mem = req->mem;
 	free(req->buf);
 	free(req);
-	size_t left = __atomic_sub_fetch(&R.req_mem, mem, __ATOMIC_RELAXED);
+	/* sequentially consistent, as the loop's count of waiters and its
+	 * check of the bytes: one of the two sides sees the other's change */
+	size_t left = __atomic_sub_fetch(&R.req_mem, mem, __ATOMIC_SEQ_CST);
 	/* down to half the bound: the loop reads the waiting connections
 	 * again (rpc_mem_resume). The loop checks this itself before it
 	 * sleeps; a worker wakes it, once. */
-	if (__atomic_load_n(&R.nmem_waiters, __ATOMIC_ACQUIRE) && left <= R.request_memory / 2 &&
-	    !on_loop_thread && !__atomic_exchange_n(&R.mem_wake, 1, __ATOMIC_ACQ_REL)) {
+	if (__atomic_load_n(&R.nmem_waiters, __ATOMIC_SEQ_CST) && left <= R.request_memory / 2 &&
+	    !on_loop_thread && !__atomic_exchange_n(&R.mem_wake, 1, __ATOMIC_SEQ_CST)) {
 		uint64_t one = 1;
 		if (write(R.evfd, &one, sizeof(one)) < 0) {
 			/* counter already set: the loop wakes anyway */
@@ -696,12 +698,14 @@ const char *addr_to_string(const struct sockaddr *sa, char *buf, size_t len)
 	return buf;
 }
 
-/* conn_idle_locked -- c has no call in flight, no output queued and no
- * input held: nothing of the server's is pending on it. Caller holds
- * c->lock. */
+/* conn_idle_locked -- c has no call in flight, no output queued, no input
+ * held and is not waiting for the calls' memory: nothing of the server's is
+ * pending on it. Caller holds c->lock. */
 static bool conn_idle_locked(const struct rpc_conn *c)
 {
-	return !c->closed && !c->inflight && !c->out_head && !c->held_len;
+	/* one waiting for the calls' memory (conn_mem_wait) may have calls
+	 * unread in its socket: not idle, though nothing is read from it */
+	return !c->closed && !c->inflight && !c->out_head && !c->held_len && !c->mem_wait;
 }
 
 /* conn_evict -- close the idle connection (conn_idle_locked) quiet for
@@ -877,7 +881,11 @@ static bool conn_mem_wait(struct rpc_conn *c)
 		__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
 		c->mem_next = R.mem_waiters;
 		R.mem_waiters = c;
-		if (__atomic_add_fetch(&R.nmem_waiters, 1, __ATOMIC_ACQ_REL) == 1) {
+		/* a wake-up left from before: a worker that sees the count
+		 * must find the flag clear, or it would not wake the loop */
+		if (!R.nmem_waiters)
+			__atomic_store_n(&R.mem_wake, 0, __ATOMIC_SEQ_CST);
+		if (__atomic_add_fetch(&R.nmem_waiters, 1, __ATOMIC_SEQ_CST) == 1) {
 			static long tok;
 			__atomic_add_fetch(&R.mem_waits, 1, __ATOMIC_RELAXED);
 			if (log_ratelimited(&tok))
@@ -935,7 +943,7 @@ static int conn_record(struct rpc_conn *c)
 	c->rec_len = c->rec_cap = 0;
 	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
 	__atomic_add_fetch(&R.pending, 1, __ATOMIC_ACQ_REL);
-	__atomic_add_fetch(&R.req_mem, req->mem, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&R.req_mem, req->mem, __ATOMIC_SEQ_CST);
 	/* The loop holds its reference on c across this call, so a reply that
 	 * closes the connection cannot free it under conn_input. */
 	if (R.inline_ok && R.inline_ok(req))
@@ -943,8 +951,12 @@ static int conn_record(struct rpc_conn *c)
 	else
 		worker_enqueue(req);
 	/* a call run here is done (its memory returned); one left for a
-	 * worker may bring the calls in flight over the bound */
-	if (R.request_memory && __atomic_load_n(&R.req_mem, __ATOMIC_RELAXED) >= R.request_memory)
+	 * worker may bring the calls in flight over the bound. While
+	 * connections wait, every other one waits too when it cuts a record:
+	 * one that goes on being read would keep the calls between half the
+	 * bound and the bound, and the waiting ones unread for as long. */
+	if (R.request_memory &&
+	    (R.mem_waiters || __atomic_load_n(&R.req_mem, __ATOMIC_SEQ_CST) >= R.request_memory))
 		full |= conn_mem_wait(c);
 	return full;
 }
@@ -1192,12 +1204,12 @@ static void rpc_mem_resume(bool force)
 {
 	if (!R.mem_waiters)
 		return;
-	__atomic_store_n(&R.mem_wake, 0, __ATOMIC_RELEASE);
-	if (!force && __atomic_load_n(&R.req_mem, __ATOMIC_RELAXED) > R.request_memory / 2)
+	__atomic_store_n(&R.mem_wake, 0, __ATOMIC_SEQ_CST);
+	if (!force && __atomic_load_n(&R.req_mem, __ATOMIC_SEQ_CST) > R.request_memory / 2)
 		return;
 	struct rpc_conn *c = R.mem_waiters;
 	R.mem_waiters = NULL;
-	__atomic_store_n(&R.nmem_waiters, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&R.nmem_waiters, 0, __ATOMIC_SEQ_CST);
 	while (c) {
 		struct rpc_conn *next = c->mem_next;
 		c->mem_next = NULL;

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2115,13 +2116,77 @@ static void test_reply_memory_bound(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+/* loop_stat -- a figure of the "loop" object of s's statistics */
+static unsigned long long loop_stat(struct it_server *s, const char *key)
+{
+	static char buf[65536];
+	char k[64];
+	const char *p;
+
+	if (it_control(s, "{\"cmd\":\"stats\"}\n", buf, sizeof(buf)) < 0)
+		fail_msg("control request stats: %s", strerror(errno));
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	p = strstr(buf, k);
+	if (!p)
+		fail_msg("no %s in the statistics", key);
+	return strtoull(p + strlen(k), NULL, 10);
+}
+
+/* send_writes -- go on sending fd's calls (WRITEs of LEN bytes of data to
+ * f, call *done of calls, *off bytes of it sent) without blocking; returns
+ * whether any byte went */
+static bool send_writes(int fd, int k, const struct it_fh *f, const unsigned char *data,
+			uint32_t len, struct it_buf *h, size_t *off, int *done)
+{
+	bool moved = false;
+
+	for (;;) {
+		if (*off == 0) {
+			uint32_t i = (uint32_t)*done;
+			it_buf_reset(h);
+			it_put32(h, 0);		/* the record mark, below */
+			it_put_call(h, 0x8000000u * (uint32_t)(k + 1) + i, 2, IT_NFS_PROG, 3,
+				    NFS3_WRITE, IT_AUTH_SYS, 0, 0);
+			it_put_fh(h, f);
+			it_put64(h, (uint64_t)(i % 4) * len);
+			it_put32(h, len);
+			it_put32(h, FILE_SYNC);
+			it_put32(h, len);
+			uint32_t mark = htonl(0x80000000u | (uint32_t)(h->len - 4 + len));
+			memcpy(h->b, &mark, 4);
+		}
+		struct iovec iov[2];
+		int n = 0;
+		if (*off < h->len)
+			iov[n++] = (struct iovec){ h->b + *off, h->len - *off };
+		size_t doff = *off > h->len ? *off - h->len : 0;
+		iov[n++] = (struct iovec){ (void *)(data + doff), len - doff };
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0) {
+			assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+			return moved;
+		}
+		moved = true;
+		*off += (size_t)w;
+		if (*off == h->len + len) {
+			*off = 0;
+			(*done)++;
+			return moved;
+		}
+	}
+}
+
 /* test_request_memory_bound -- calls waiting for a worker hold their
- * records: 4 clients that each send 160 WRITEs of 1 MiB (FILE_SYNC: with
- * no log, each waits for its fsync on a worker) would make the server hold
- * up to 640 MiB, under the bound of 256 calls a connection. Over
- * --request-memory (8M here), all connections together, the server reads
- * no more calls until the calls it holds are down to half of it; every
- * call is answered. */
+ * records: 4 clients that each send 160 WRITEs of 1 MiB to a file whose
+ * open for writing waits for a local lease to be given back (the first
+ * call's worker waits in open, the others for its stripe or a worker)
+ * would make the server hold all 640 MiB, under the bound of 256 calls a
+ * connection. Over --request-memory (8M here), all connections together,
+ * the server reads no more calls (each connection stops after the record
+ * it is cutting) until the calls it holds are down to half of it; once
+ * the lease is given back every call is answered, and the calls' memory
+ * is back to nothing. */
 static void test_request_memory_bound(void **state)
 {
 	enum { CONNS = 4, CALLS = 160, LEN = 1 << 20 };
@@ -2131,99 +2196,77 @@ static void test_request_memory_bound(void **state)
 	struct it_server *s = &own;
 	struct it_fh root_fh, f;
 	struct rpc_context *c;
-	int fd[CONNS], done[CONNS] = { 0 }, answered = 0;
+	int fd[CONNS], done[CONNS] = { 0 }, answered = 0, total = 0;
 	size_t off[CONNS] = { 0 };	/* bytes of the current call sent */
 	long grew = 0;
 
 	it_presto_only();
 	(void)state;
+	signal(SIGIO, SIG_IGN);	/* the lease break's signal */
 	own_start(s, extra, &root_fh);
+	assert_int_equal(it_write_file(it_path(s, "bigw"), "", 0, 0644), 0);
 	c = it_rpc_connect(s, IT_NFS_PROG, 3);
 	assert_non_null(c);
-	assert_int_equal(it_create(c, &root_fh, "bigw", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	assert_int_equal(it_lookup(c, &root_fh, "bigw", &r), NFS3_OK);
 	f = r.fh;
 	it_rpc_close(c);
+	int lfd = open(it_path(s, "bigw"), O_RDONLY | O_CLOEXEC);
+	assert_true(lfd >= 0);
+	if (fcntl(lfd, F_SETLEASE, F_RDLCK) < 0)
+		fail_msg("F_SETLEASE: %s", strerror(errno));
 	it_fill(data, sizeof(data), 13);
 	long rss0 = rss_kib(s->pid);
 	for (int k = 0; k < CONNS; k++) {
 		fd[k] = it_tcp_connect(NULL, 0, s->nfs_port);
 		assert_true(fd[k] >= 0);
-		assert_int_equal(fcntl(fd[k], F_SETFL, O_NONBLOCK), 0);
 	}
-	long long t0 = now_ms(), next = t0;
-	int all_sent = 0;
-	while (!all_sent && now_ms() - t0 < 60000) {
-		all_sent = 1;
-		for (int k = 0; k < CONNS; k++) {
-			if (done[k] == CALLS)
-				continue;
-			all_sent = 0;
-			struct it_buf *h = &hdr[k];
-			if (off[k] == 0) {
-				uint32_t i = (uint32_t)done[k];
-				it_buf_reset(h);
-				it_put32(h, 0);		/* the record mark, below */
-				it_put_call(h, 0x8000000u * (uint32_t)(k + 1) + i, 2, IT_NFS_PROG, 3,
-					    NFS3_WRITE, IT_AUTH_SYS, 0, 0);
-				it_put_fh(h, &f);
-				it_put64(h, ((uint64_t)k * CALLS + i) * LEN);
-				it_put32(h, LEN);
-				it_put32(h, FILE_SYNC);
-				it_put32(h, LEN);
-				uint32_t mark = htonl(0x80000000u | (uint32_t)(h->len - 4 + LEN));
-				memcpy(h->b, &mark, 4);
-			}
-			struct iovec iov[2];
-			int n = 0;
-			if (off[k] < h->len)
-				iov[n++] = (struct iovec){ h->b + off[k], h->len - off[k] };
-			size_t doff = off[k] > h->len ? off[k] - h->len : 0;
-			iov[n++] = (struct iovec){ data + doff, LEN - doff };
-			struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-			ssize_t w = sendmsg(fd[k], &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-			if (w < 0) {
-				assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
-				continue;
-			}
-			off[k] += (size_t)w;
-			if (off[k] == h->len + LEN) {
-				off[k] = 0;
-				done[k]++;
-			}
-		}
-		if (now_ms() >= next) {
-			long rss = rss_kib(s->pid);
-			grew = rss - rss0 > grew ? rss - rss0 : grew;
-			next = now_ms() + 20;
-		}
-		usleep(200);
+	/* with the lease held, until the server takes no more (nothing sent
+	 * for half a second) */
+	long long t0 = now_ms(), quiet = now_ms();
+	while (now_ms() - quiet < 500 && now_ms() - t0 < 20000) {
+		for (int k = 0; k < CONNS; k++)
+			if (done[k] < CALLS &&
+			    send_writes(fd[k], k, &f, data, LEN, &hdr[k], &off[k], &done[k]))
+				quiet = now_ms();
+		long rss = rss_kib(s->pid);
+		grew = rss - rss0 > grew ? rss - rss0 : grew;
+		usleep(1000);
 	}
-	print_message("sent %d calls of 1 MiB in %lld ms; the server's RSS grew by %ld KiB at most\n",
-		      done[0] + done[1] + done[2] + done[3], now_ms() - t0, grew);
-	assert_true(all_sent);
+	for (int k = 0; k < CONNS; k++)
+		total += done[k];
+	unsigned long long held = loop_stat(s, "request_bytes");
+	print_message("with the lease held: %d calls sent, the calls in flight hold %llu KiB, "
+		      "the server's RSS grew by %ld KiB at most\n", total, held >> 10, grew);
+	/* 8 MiB, and one more record for each connection at most */
+	assert_true(held >= 8u << 20);
+	assert_true(held <= (8u << 20) + CONNS * (LEN + 65536));
+	assert_true(loop_stat(s, "request_memory_waits") > 0);
+	assert_true(total < CONNS * CALLS);
 #ifdef __SANITIZE_ADDRESS__
 	/* AddressSanitizer keeps 256 MiB of freed memory in quarantine */
 	long limit = 512 * 1024;
 #else
-	/* 8 MiB, the records in progress (1 MiB a connection), malloc's
-	 * slack: 30 MiB here, and 220 MiB without the bound */
+	/* 8 MiB, one record in progress a connection, malloc's slack: 30 MiB
+	 * here; without the bound, all 640 calls */
 	long limit = 96 * 1024;
 #endif
 	if (grew > limit)
 		fail_msg("the server's RSS grew by %ld KiB for calls in flight", grew);
-	if (!it_nvram) {
-		/* presto off: each WRITE waits for its fsync on a worker (with
-		 * the log they run on the event loop, one at a time) */
-		static char buf[65536];
-		const char *p;
-		if (it_control(s, "{\"cmd\":\"stats\"}\n", buf, sizeof(buf)) < 0)
-			fail_msg("control request stats: %s", strerror(errno));
-		p = strstr(buf, "\"request_memory_waits\":");
-		assert_non_null(p);
-		assert_true(strtoull(p + 23, NULL, 10) > 0);
+	/* the lease given back: the rest goes through */
+	assert_int_equal(fcntl(lfd, F_SETLEASE, F_UNLCK), 0);
+	close(lfd);
+	t0 = now_ms();
+	for (total = 0; total < CONNS * CALLS && now_ms() - t0 < 60000;) {
+		total = 0;
+		for (int k = 0; k < CONNS; k++) {
+			if (done[k] < CALLS)
+				send_writes(fd[k], k, &f, data, LEN, &hdr[k], &off[k], &done[k]);
+			total += done[k];
+		}
+		usleep(200);
 	}
+	assert_int_equal(total, CONNS * CALLS);
 	for (int k = 0; k < CONNS; k++) {
-		assert_int_equal(fcntl(fd[k], F_SETFL, 0), 0);
 		for (int i = 0; i < CALLS; i++) {
 			struct it_reply rep;
 			if (it_recv_record(fd[k], &reply, 20000) <= 0)
@@ -2236,6 +2279,137 @@ static void test_request_memory_bound(void **state)
 		close(fd[k]);
 	}
 	assert_int_equal(answered, CONNS * CALLS);
+	/* a call's memory is given back after its reply went out */
+	for (int i = 0; i < 50 && loop_stat(s, "request_bytes") != 0; i++)
+		usleep(20 * 1000);
+	assert_int_equal(loop_stat(s, "request_bytes"), 0);
+	assert_true(it_server_alive(s));
+	assert_int_equal(it_server_stop(s), 0);
+}
+
+/* leased -- an empty file NAME in s's export, its handle in *f, and a read
+ * lease on it held by this process: a WRITE's open for writing waits until
+ * it is given back (close the returned descriptor) */
+static int leased(struct it_server *s, const struct it_fh *root_fh, const char *name,
+		  struct it_fh *f)
+{
+	struct rpc_context *c;
+	int lfd;
+
+	assert_int_equal(it_write_file(it_path(s, name), "", 0, 0644), 0);
+	c = it_rpc_connect(s, IT_NFS_PROG, 3);
+	assert_non_null(c);
+	assert_int_equal(it_lookup(c, root_fh, name, &r), NFS3_OK);
+	*f = r.fh;
+	it_rpc_close(c);
+	lfd = open(it_path(s, name), O_RDONLY | O_CLOEXEC);
+	assert_true(lfd >= 0);
+	if (fcntl(lfd, F_SETLEASE, F_RDLCK) < 0)
+		fail_msg("F_SETLEASE: %s", strerror(errno));
+	return lfd;
+}
+
+/* send_n -- n WRITEs of 1 MiB to f on fd, all sent (the socket takes them:
+ * a few MiB) */
+static void send_n(int fd, int k, const struct it_fh *f, int n)
+{
+	static unsigned char data[1 << 20];
+	static struct it_buf h;
+	size_t off = 0;
+	int done = 0;
+	long long t0 = now_ms();
+
+	while (done < n) {
+		if (!send_writes(fd, k, f, data, sizeof(data), &h, &off, &done)) {
+			struct pollfd pfd = { fd, POLLOUT, 0 };
+			poll(&pfd, 1, 100);
+		}
+		if (now_ms() - t0 > 10000)
+			fail_msg("connection %d: %d of %d calls sent", k, done, n);
+	}
+}
+
+/* wait_held -- until the calls in flight hold at least lo and at most hi
+ * bytes (5 s at most) */
+static unsigned long long wait_held(struct it_server *s, unsigned long long lo,
+				    unsigned long long hi)
+{
+	unsigned long long held = 0;
+
+	for (int i = 0; i < 250; i++) {
+		held = loop_stat(s, "request_bytes");
+		if (held >= lo && held <= hi)
+			return held;
+		usleep(20 * 1000);
+	}
+	fail_msg("the calls in flight hold %llu bytes, not %llu to %llu", held, lo, hi);
+	return held;
+}
+
+/* test_request_memory_fair -- while connections wait for the calls'
+ * memory to come down to half the bound, another connection that cuts a
+ * record waits too: one read on meanwhile could keep the calls between
+ * half the bound and the bound, the waiting ones unread as long. (8M:)
+ * 5 WRITEs of 1 MiB wait for lease B, then 3 for lease A bring the calls
+ * over 8 MiB: their connection waits. Lease A given back, the calls hold
+ * 5 MiB, over half: a new connection's first NULL call is answered, its
+ * second is not read; lease B given back, everything is. */
+static void test_request_memory_fair(void **state)
+{
+	static const char *const extra[] = { "--request-memory", "8M", NULL };
+	static struct it_buf two;
+	struct it_server *s = &own;
+	struct it_fh root_fh, fa, fb;
+	struct it_reply rep;
+
+	it_presto_only();
+	(void)state;
+	signal(SIGIO, SIG_IGN);	/* the lease breaks' signal */
+	own_start(s, extra, &root_fh);
+	int la = leased(s, &root_fh, "fair-a", &fa), lb = leased(s, &root_fh, "fair-b", &fb);
+	int cb = it_tcp_connect(NULL, 0, s->nfs_port), ca = it_tcp_connect(NULL, 0, s->nfs_port);
+	assert_true(cb >= 0 && ca >= 0);
+	send_n(cb, 1, &fb, 5);
+	wait_held(s, 5u << 20, 6u << 20);
+	send_n(ca, 0, &fa, 3);
+	wait_held(s, 8u << 20, 9u << 20);
+	assert_true(loop_stat(s, "request_memory_waits") > 0);
+	assert_int_equal(fcntl(la, F_SETLEASE, F_UNLCK), 0);
+	close(la);
+	for (int i = 0; i < 3; i++) {
+		assert_true(it_recv_record(ca, &reply, 5000) > 0);
+		assert_int_equal(it_parse_reply(&reply, &rep), 0);
+		assert_int_equal(it_get32(&reply), NFS3_OK);
+	}
+	wait_held(s, 5u << 20, 6u << 20);	/* over half: still waiting */
+	it_buf_reset(&two);
+	for (uint32_t x = 0x9100; x < 0x9102; x++) {
+		it_buf_reset(&call);
+		it_put_call(&call, x, 2, IT_NFS_PROG, 3, 0, IT_AUTH_NONE, 0, 0);
+		put_record(&two, &call);
+	}
+	int late = it_tcp_connect(NULL, 0, s->nfs_port);
+	assert_true(late >= 0);
+	assert_int_equal(it_send_all(late, two.b, two.len), 0);
+	assert_true(it_recv_record(late, &reply, 5000) > 0);
+	assert_int_equal(it_parse_reply(&reply, &rep), 0);
+	assert_int_equal(rep.xid, 0x9100);
+	if (it_recv_record(late, &reply, 300) > 0)
+		fail_msg("a connection was read on while others waited for the calls' memory");
+	assert_int_equal(fcntl(lb, F_SETLEASE, F_UNLCK), 0);
+	close(lb);
+	for (int i = 0; i < 5; i++) {
+		assert_true(it_recv_record(cb, &reply, 5000) > 0);
+		assert_int_equal(it_parse_reply(&reply, &rep), 0);
+		assert_int_equal(it_get32(&reply), NFS3_OK);
+	}
+	assert_true(it_recv_record(late, &reply, 5000) > 0);
+	assert_int_equal(it_parse_reply(&reply, &rep), 0);
+	assert_int_equal(rep.xid, 0x9101);
+	wait_held(s, 0, 0);
+	close(late);
+	close(ca);
+	close(cb);
 	assert_true(it_server_alive(s));
 	assert_int_equal(it_server_stop(s), 0);
 }
@@ -2583,6 +2757,7 @@ int main(void)
 		cmocka_unit_test(test_reset_while_input_held),
 		cmocka_unit_test(test_reply_memory_bound),
 		cmocka_unit_test(test_request_memory_bound),
+		cmocka_unit_test(test_request_memory_fair),
 		cmocka_unit_test(test_connection_limit),
 		cmocka_unit_test(test_out_of_descriptors),
 		cmocka_unit_test(test_keepalive),
