@@ -947,6 +947,101 @@ static int rd_log(uint32_t export_id, const struct fh_kernel *old_kh, const stru
 	return nvlog_append(P.log, PLOG_REDIRECT, &iov, 1, &lsn);
 }
 
+/*
+ * xsame -- an XDR stream that encodes nothing: it compares what would be
+ * written with the bytes a record was decoded from. Every word goes through
+ * x_putlong (x_inline gives no buffer): a string's length as encoded (its
+ * strlen) against the length it had, and every bool, enum and number. Runs
+ * of bytes are compared only up to 3 long (the padding after an opaque or
+ * a string, zeroes as the server writes it); a longer run was just decoded
+ * from those very bytes, a string's up to its length (checked before it),
+ * so a record's megabyte of data costs nothing here.
+ */
+struct xsame {
+	const uint8_t *p;
+	u_int len, pos;
+};
+
+static bool_t xsame_putlong(XDR *x, const long *lp)
+{
+	struct xsame *c = (struct xsame *)x->x_private;
+	uint32_t w = htonl((uint32_t)*lp);
+
+	if (c->len - c->pos < 4 || memcmp(c->p + c->pos, &w, 4) != 0)
+		return FALSE;
+	c->pos += 4;
+	return TRUE;
+}
+
+static bool_t xsame_putbytes(XDR *x, const char *b, u_int n)
+{
+	struct xsame *c = (struct xsame *)x->x_private;
+
+	if (c->len - c->pos < n || (n <= 3 && memcmp(c->p + c->pos, b, n) != 0))
+		return FALSE;
+	c->pos += n;
+	return TRUE;
+}
+
+static u_int xsame_getpos(XDR *x)
+{
+	return ((struct xsame *)x->x_private)->pos;
+}
+
+static int32_t *xsame_inline(XDR *x, u_int n)
+{
+	(void)x, (void)n;
+	return NULL;
+}
+
+static bool_t xsame_no(XDR *x, int how, void *arg)
+{
+	(void)x, (void)how, (void)arg;
+	return FALSE;
+}
+
+static void xsame_destroy(XDR *x)
+{
+	(void)x;
+}
+
+static bool_t xsame_getlong(XDR *x, long *lp)
+{
+	(void)x, (void)lp;
+	return FALSE;	/* encoding only */
+}
+
+static bool_t xsame_getbytes(XDR *x, char *b, u_int n)
+{
+	(void)x, (void)b, (void)n;
+	return FALSE;
+}
+
+static bool_t xsame_setpos(XDR *x, u_int pos)
+{
+	(void)x, (void)pos;
+	return FALSE;
+}
+
+/* xsame_check -- whether r encodes to exactly the len bytes at p */
+static bool xsame_check(plog_rec *r, const uint8_t *p, u_int len)
+{
+	static const struct xdr_ops ops = {
+		.x_getlong = xsame_getlong, .x_putlong = xsame_putlong,
+		.x_getbytes = xsame_getbytes, .x_putbytes = xsame_putbytes,
+		.x_getpostn = xsame_getpos, .x_setpostn = xsame_setpos, .x_inline = xsame_inline,
+		.x_destroy = xsame_destroy, .x_control = xsame_no,
+	};
+	struct xsame c = { p, len, 0 };
+	XDR x;
+
+	memset(&x, 0, sizeof(x));
+	x.x_op = XDR_ENCODE;
+	x.x_ops = &ops;
+	x.x_private = (char *)&c;
+	return xdr_plog_rec(&x, r) && c.pos == len;
+}
+
 /* plog_decode -- record rec as a plog_rec into *r (xdr_free it after) and
  * the MACs after it (plog.x: none in a record of a server before them, or
  * exactly one per plog_obj, 2 at most) into macs, their count into *nmacs.
@@ -962,26 +1057,9 @@ static bool plog_decode(const struct nvlog_rec *rec, plog_rec *r,
 	bool ok = xdr_plog_rec(&x, r) && (uint16_t)r->op.type == rec->type;
 	/* a name or a symlink's target with a NUL in it decodes (an XDR
 	 * string has a length) to a C string that ends there, and would act
-	 * on another name: what was decoded must encode to the same bytes
-	 * (as the server wrote every record; so no bool other than 0 or 1,
-	 * no padding other than zeroes either) */
-	if (ok) {
-		u_int len = xdr_getpos(&x);
-		uint8_t *same = malloc(len ? len : 1);
-		XDR y;
-		if (same) {
-			xdrmem_create(&y, (char *)same, len, XDR_ENCODE);
-			ok = xdr_plog_rec(&y, r) && xdr_getpos(&y) == len &&
-			     memcmp(same, rec->payload, len) == 0;
-			xdr_destroy(&y);
-		}
-		free(same);
-		if (!same) {
-			xdr_destroy(&x);
-			xdr_free(XDRPROC(xdr_plog_rec), (char *)r);
-			return false;
-		}
-	}
+	 * on another name: what was decoded must encode to the same bytes */
+	if (ok && !xsame_check(r, rec->payload, xdr_getpos(&x)))
+		ok = false;
 	if (ok && xdr_getpos(&x) < rec->len) {
 		plog_macs m = { { 0, NULL } };
 		unsigned n = plog_nobjs(r->op.type);
@@ -2491,6 +2569,13 @@ static int replay_attr(int fd, const plog_attr *a, bool is_link)
 {
 	char p[32];
 
+	/* a time as the client set it: nanoseconds under 10^9, which the
+	 * server checked (NFS3ERR_INVAL); UTIME_NOW or UTIME_OMIT from a
+	 * record would take the time of the replay, or none. Refused before
+	 * anything of the record is applied. */
+	if ((a->atime.set && a->atime.nsec >= 1000000000u) ||
+	    (a->mtime.set && a->mtime.nsec >= 1000000000u))
+		return -EINVAL;
 	vfs_proc_path(fd, p);
 	if ((a->set_uid || a->set_gid) &&
 	    fchownat(fd, "", a->set_uid ? a->uid : (uid_t)-1, a->set_gid ? a->gid : (gid_t)-1,
@@ -2511,12 +2596,6 @@ static int replay_attr(int fd, const plog_attr *a, bool is_link)
 	if (a->set_mode && !is_link && chmod(p, a->mode & 07777) < 0)
 		return -errno;
 	if (a->atime.set || a->mtime.set) {
-		/* a time as the client set it: nanoseconds under 10^9, which
-		 * the server checked (NFS3ERR_INVAL); UTIME_NOW or UTIME_OMIT
-		 * from a record would take the time of the replay, or none */
-		if ((a->atime.set && a->atime.nsec >= 1000000000u) ||
-		    (a->mtime.set && a->mtime.nsec >= 1000000000u))
-			return -EINVAL;
 		struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
 		if (a->atime.set)
 			ts[0] = (struct timespec){ a->atime.sec, a->atime.nsec };

@@ -2085,14 +2085,16 @@ static void append_utime_now_record(struct it_server *s)
 	uint8_t buf[256];
 	size_t n = 0;
 
-	/* PLOG_SETATTR {obj {export a, x}, attr {mode, uid, gid, size: not
-	 * set; atime not set; mtime {TRUE, 1200000000, 0x3fffffff}}},
+	/* PLOG_SETATTR {obj {export a, x}, attr {mode 0600; uid, gid, size:
+	 * not set; atime not set; mtime {TRUE, 1200000000, 0x3fffffff}}},
 	 * drc_key<0>, reply<0>, plog_macs {mac<16>} */
 	n += put_u32(buf + n, 2);
 	n += put_u32(buf + n, export_id_of(&cross_x));
 	n += put_kh(buf + n, &cross_x);
-	for (int i = 0; i < 6; i++)
-		n += put_u32(buf + n, 0);	/* set_mode, mode, ..., set_gid, gid */
+	n += put_u32(buf + n, 1);
+	n += put_u32(buf + n, 0600);
+	for (int i = 0; i < 4; i++)
+		n += put_u32(buf + n, 0);	/* set_uid, uid, set_gid, gid */
 	n += put_u32(buf + n, 0);		/* set_size */
 	n += put_u32(buf + n, 0);		/* size (hyper) */
 	n += put_u32(buf + n, 0);
@@ -2112,7 +2114,8 @@ static void append_utime_now_record(struct it_server *s)
 
 static void test_utime_now_record_is_refused(void **state)
 {
-	/* replayed, it would set x's mtime to the time of the replay */
+	/* replayed, it would set x's mtime to the time of the replay; and
+	 * nothing of it is applied, not its mode either */
 	struct stat before, after;
 
 	(void)state;
@@ -2130,6 +2133,7 @@ static void test_utime_now_record_is_refused(void **state)
 		fail_msg("presto-nfsd started over a SETATTR record of mtime nanoseconds 2^30 - 1");
 	assert_int_equal(stat(it_path(&srv, "x"), &after), 0);
 	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+	assert_int_equal(after.st_mode & 07777, before.st_mode & 07777);
 	it_presto_extra[0] = "--replay=force";
 	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
 	assert_true(it_server_running(&srv));
