@@ -542,6 +542,19 @@ static struct timespec ts_of(const nfstime3 *t)
 	return (struct timespec){ .tv_sec = t->seconds, .tv_nsec = t->nseconds };
 }
 
+/* sattr_times_ok -- a client's times have nanoseconds under 10^9: checked
+ * before anything is changed or created (utimensat would take UTIME_NOW's
+ * and UTIME_OMIT's values, 2^30 - 1 and 2^30 - 2, for "now" and "leave
+ * it", and refuse the rest only after the owner, size and mode changed) */
+static bool sattr_times_ok(const sattr3 *sa)
+{
+	return !sa ||
+	       ((sa->atime.set_it != SET_TO_CLIENT_TIME ||
+		 sa->atime.set_atime_u.atime.nseconds < 1000000000u) &&
+		(sa->mtime.set_it != SET_TO_CLIENT_TIME ||
+		 sa->mtime.set_mtime_u.mtime.nseconds < 1000000000u));
+}
+
 /* sattr_any -- whether apply_sattr(sa, skip_mode) would change anything */
 static bool sattr_any(const struct obj *o, const sattr3 *sa, bool skip_mode)
 {
@@ -556,6 +569,8 @@ static int apply_sattr(struct call *c, struct obj *o, const sattr3 *sa, bool ski
 {
 	char p[32];
 
+	if (!sattr_times_ok(sa))
+		return -EINVAL;	/* the callers checked: nothing is changed */
 	vfs_proc_path(o->fd, p);
 	if (sa->uid.set_it || sa->gid.set_it) {
 		uid_t u = sa->uid.set_it ? sa->uid.set_uid3_u.uid : (uid_t)-1;
@@ -588,14 +603,6 @@ static int apply_sattr(struct call *c, struct obj *o, const sattr3 *sa, bool ski
 		struct timespec ts[2];
 		ts[0].tv_nsec = UTIME_OMIT;
 		ts[1].tv_nsec = UTIME_OMIT;
-		/* a client's nanoseconds of 10^9 or more are refused before
-		 * they reach utimensat, where UTIME_NOW's and UTIME_OMIT's
-		 * values (2^30 - 1, 2^30 - 2) mean "now" and "leave it" */
-		if ((sa->atime.set_it == SET_TO_CLIENT_TIME &&
-		     sa->atime.set_atime_u.atime.nseconds >= 1000000000u) ||
-		    (sa->mtime.set_it == SET_TO_CLIENT_TIME &&
-		     sa->mtime.set_mtime_u.mtime.nseconds >= 1000000000u))
-			return -EINVAL;
 		if (sa->atime.set_it == SET_TO_SERVER_TIME)
 			ts[0].tv_nsec = UTIME_NOW;
 		else if (sa->atime.set_it == SET_TO_CLIENT_TIME)
@@ -652,6 +659,10 @@ static void nfs3_setattr(struct call *c, void *a, void *r)
 		goto out;
 	if (!o.opts->rw) {
 		res->status = NFS3ERR_ROFS;
+		goto wcc;
+	}
+	if (!sattr_times_ok(&args->new_attributes)) {
+		res->status = NFS3ERR_INVAL;
 		goto wcc;
 	}
 	const struct stat *sts[] = { &o.st };
@@ -1385,7 +1396,7 @@ again:
 		rest = sattr_rest(in);
 		sa = &rest;
 	}
-	if (args->how.mode > EXCLUSIVE) {
+	if (args->how.mode > EXCLUSIVE || !sattr_times_ok(sa)) {
 		res->status = NFS3ERR_INVAL;
 		goto fail;
 	}
@@ -1499,6 +1510,8 @@ static nfsstat3 node_create(struct call *c, const diropargs3 *where, const struc
 	}
 	if (st == NFS3_OK)
 		st = n->refuse;
+	if (st == NFS3_OK && !sattr_times_ok(n->sa))
+		st = NFS3ERR_INVAL;
 	if (st != NFS3_OK)
 		goto fail;
 	switch (n->type) {

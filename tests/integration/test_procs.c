@@ -175,12 +175,32 @@ static void test_setattr(void **state)
 			a.new_attributes.mtime.set_it = SET_TO_CLIENT_TIME;
 			a.new_attributes.mtime.set_mtime_u.mtime.seconds = 1200000000;
 			a.new_attributes.mtime.set_mtime_u.mtime.nseconds = bad_ns[i];
+			a.new_attributes.mode.set_it = 1;	/* not half done */
+			a.new_attributes.mode.set_mode3_u.mode = 0640;
 			assert_int_equal(it_nfs3(rpc, NFS3_SETATTR, &a, &r), NFS3ERR_INVAL);
 			struct stat st2;
 			assert_int_equal(stat(it_path(&srv, "setattr/f"), &st2), 0);
 			assert_int_equal(st2.st_mtim.tv_sec, st.st_mtim.tv_sec);
 			assert_int_equal(st2.st_mtim.tv_nsec, st.st_mtim.tv_nsec);
+			assert_int_equal(st2.st_mode, st.st_mode);
 		}
+		/* nor is anything created with such a time */
+		CREATE3args ca;
+		memset(&ca, 0, sizeof(ca));
+		ca.where.dir = it_fh3(&d);
+		ca.where.name = "badtime";
+		ca.how.mode = UNCHECKED;
+		ca.how.createhow3_u.obj_attributes.mtime.set_it = SET_TO_CLIENT_TIME;
+		ca.how.createhow3_u.obj_attributes.mtime.set_mtime_u.mtime.nseconds = 0x3fffffffu;
+		assert_int_equal(it_nfs3(rpc, NFS3_CREATE, &ca, &r), NFS3ERR_INVAL);
+		MKDIR3args ma;
+		memset(&ma, 0, sizeof(ma));
+		ma.where.dir = it_fh3(&d);
+		ma.where.name = "badtime";
+		ma.attributes.mtime.set_it = SET_TO_CLIENT_TIME;
+		ma.attributes.mtime.set_mtime_u.mtime.nseconds = 1000000000u;
+		assert_int_equal(it_nfs3(rpc, NFS3_MKDIR, &ma, &r), NFS3ERR_INVAL);
+		assert_int_not_equal(access(it_path(&srv, "setattr/badtime"), F_OK), 0);
 	}
 
 	/* guard: a wrong ctime -> NFS3ERR_NOT_SYNC and nothing changes */
