@@ -242,7 +242,9 @@ static json_t *request(const char *cmd, json_t *names, int *status)
 		json_object_set(req, "exports", names);
 	ans = conn_call(req, slow ? PRESTO_SLOW_TIMEOUT_MS : PRESTO_QUERY_TIMEOUT_MS);
 	if (json_out) {
-		char *s = json_dumps(ans, JSON_COMPACT);
+		/* ASCII only: a C1 control of a name in a message (U+009B,
+		 * CSI) reaches no terminal raw, as \u009b */
+		char *s = json_dumps(ans, JSON_COMPACT | JSON_ENSURE_ASCII);
 
 		if (s)
 			printf("%s\n", s);

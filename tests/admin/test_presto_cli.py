@@ -404,6 +404,10 @@ def test_enable_disable(srv):
     check("presto -d UNKNOWN-WITH-ESCAPES: exit 1, the name escaped",
           rc == 1 and "\x1b" not in err and "\x07" not in err and "\u009b" not in err and
           "no\\x1b[2J\\x1b]0;pwned\\x07-such\\u009b31m\\\\x" in err, "rc=%d %r" % (rc, err))
+    rc, out, err = presto(srv, "--json", "-d", evil)
+    check("presto --json -d UNKNOWN-WITH-ESCAPES: ASCII, the error names it",
+          rc == 1 and out.isascii() and "\\u009b31m" in out.lower() and
+          evil in json.loads(out.splitlines()[0])["error"], "rc=%d %r" % (rc, out))
     # a refused request changes nothing, even when other names were fine
     rc, out, err = presto(srv, "-d", srv.export("fast"), bogus)
     rc2, ans, _ = presto_json(srv)
