@@ -1799,6 +1799,15 @@ static void learn_export_id(void)
 	bad_export_id = export_id_of(&root);
 }
 
+/* restart_forced -- after a start refused over records that could not be
+ * replayed (the server died): start again with --replay=force */
+static void restart_forced(void)
+{
+	it_presto_extra[0] = "--replay=force";
+	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
+	assert_true(it_server_running(&srv));
+}
+
 /* log_append_record -- a record of type written into the stopped server's
  * log as the server would write it: CRC-valid, whatever it says */
 static void log_append_record(struct it_server *s, uint16_t type, const void *buf, size_t n)
@@ -1850,9 +1859,7 @@ static void test_malformed_handle_is_an_error(void **state)
 	if (!log_says(&srv, "could not be replayed"))
 		fail_msg("presto-nfsd did not refuse a record with an empty handle");
 	assert_true(state_has(&srv, "replay-pending"));
-	it_presto_extra[0] = "--replay=force";
-	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
-	assert_true(it_server_running(&srv));
+	restart_forced();
 	expect_kept("kept", "the good records were not replayed around the bad one");
 }
 
@@ -1927,9 +1934,7 @@ static void test_record_outside_export_is_refused(void **state)
 				 "(%s)", legacy ? "without MACs" : "with a wrong MAC");
 		expect_outside_intact();
 		assert_true(state_has(&srv, "replay-pending"));
-		it_presto_extra[0] = "--replay=force";
-		it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
-		assert_true(it_server_running(&srv));
+		restart_forced();
 		expect_kept("kept", "the good records were not replayed around the bad one");
 		expect_outside_intact();
 	}
@@ -2023,9 +2028,7 @@ static void test_record_across_exports_is_refused(void **state)
 			fail_msg("presto-nfsd did not refuse a %s record across two exports",
 				 cross_link ? "LINK" : "RENAME");
 		assert_true(state_has(&srv, "replay-pending"));
-		it_presto_extra[0] = "--replay=force";
-		it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
-		assert_true(it_server_running(&srv));
+		restart_forced();
 		assert_int_equal(access(it_path(&srv, "x"), F_OK), 0);
 		assert_int_not_equal(access(y_path, F_OK), 0);
 		it_server_stop(&srv);
@@ -2053,12 +2056,10 @@ static void append_bad_redirect_record(struct it_server *s)
 	log_append_record(s, 7, buf, n);
 }
 
-static void test_bad_redirect_record_is_refused(void **state)
+/* start_with_x -- a server with the log (replay always, destager held)
+ * whose root is cross_a, and a file x in it (cross_x) */
+static void start_with_x(void)
 {
-	/* a redirect record whose MAC fails is not followed, and is an error
-	 * of the recovery as any other such record: the records that use the
-	 * handle it would redirect could otherwise be skipped in silence */
-	(void)state;
 	start_logged(EXPORT_RW, replay_always_no_destage);
 	assert_int_equal(it_root_fh(&srv, &cross_a), MNT3_OK);
 	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
@@ -2066,14 +2067,21 @@ static void test_bad_redirect_record_is_refused(void **state)
 	assert_int_equal(it_create(rpc, &cross_a, "x", UNCHECKED, 0644, NULL, &r), NFS3_OK);
 	cross_x = r.fh;
 	it_rpc_close(rpc);
+}
+
+static void test_bad_redirect_record_is_refused(void **state)
+{
+	/* a redirect record whose MAC fails is not followed, and is an error
+	 * of the recovery as any other such record: the records that use the
+	 * handle it would redirect could otherwise be skipped in silence */
+	(void)state;
+	start_with_x();
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, append_bad_redirect_record), -1);
 	if (!log_says(&srv, "a redirect without a MAC that checks out"))
 		fail_msg("presto-nfsd did not say why it refused a redirect record");
 	if (!log_says(&srv, "could not be replayed"))
 		fail_msg("presto-nfsd started over a redirect record whose MAC fails");
-	it_presto_extra[0] = "--replay=force";
-	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
-	assert_true(it_server_running(&srv));
+	restart_forced();
 	assert_int_equal(access(it_path(&srv, "x"), F_OK), 0);
 }
 
@@ -2119,13 +2127,7 @@ static void test_utime_now_record_is_refused(void **state)
 	struct stat before, after;
 
 	(void)state;
-	start_logged(EXPORT_RW, replay_always_no_destage);
-	assert_int_equal(it_root_fh(&srv, &cross_a), MNT3_OK);
-	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-	assert_non_null(rpc);
-	assert_int_equal(it_create(rpc, &cross_a, "x", UNCHECKED, 0644, NULL, &r), NFS3_OK);
-	cross_x = r.fh;
-	it_rpc_close(rpc);
+	start_with_x();
 	assert_int_equal(stat(it_path(&srv, "x"), &before), 0);
 	sleep(1);	/* a replay's "now" differs from the mtime by a second */
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, append_utime_now_record), -1);
@@ -2134,9 +2136,7 @@ static void test_utime_now_record_is_refused(void **state)
 	assert_int_equal(stat(it_path(&srv, "x"), &after), 0);
 	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
 	assert_int_equal(after.st_mode & 07777, before.st_mode & 07777);
-	it_presto_extra[0] = "--replay=force";
-	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
-	assert_true(it_server_running(&srv));
+	restart_forced();
 	assert_int_equal(stat(it_path(&srv, "x"), &after), 0);
 	assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
 }
@@ -2169,20 +2169,12 @@ static void test_nul_in_name_record_is_refused(void **state)
 	/* replayed, it would remove x: no client can name "x\0y" (the server
 	 * refuses the name, NFS3ERR_ACCES or INVAL), so no record does */
 	(void)state;
-	start_logged(EXPORT_RW, replay_always_no_destage);
-	assert_int_equal(it_root_fh(&srv, &cross_a), MNT3_OK);
-	struct rpc_context *rpc = it_rpc_connect(&srv, IT_NFS_PROG, 3);
-	assert_non_null(rpc);
-	assert_int_equal(it_create(rpc, &cross_a, "x", UNCHECKED, 0644, NULL, &r), NFS3_OK);
-	cross_x = r.fh;
-	it_rpc_close(rpc);
+	start_with_x();
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, append_nul_name_record), -1);
 	if (!log_says(&srv, "does not decode"))
 		fail_msg("presto-nfsd did not refuse a REMOVE record of a name with a NUL in it");
 	assert_int_equal(access(it_path(&srv, "x"), F_OK), 0);
-	it_presto_extra[0] = "--replay=force";
-	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
-	assert_true(it_server_running(&srv));
+	restart_forced();
 	assert_int_equal(access(it_path(&srv, "x"), F_OK), 0);
 }
 
@@ -2255,9 +2247,7 @@ static void test_record_without_macs_in_bind_mount(void **state)
 	assert_int_equal(it_server_restart_after(&srv, SIGKILL, bind_sub), -1);
 	if (!log_says(&srv, "has no handle MACs"))
 		fail_msg("presto-nfsd took a bind mount of a subdirectory for a whole filesystem");
-	it_presto_extra[0] = "--replay=force";
-	it_server_restart_after(&srv, SIGKILL, NULL);	/* -1: the last one died */
-	assert_true(it_server_running(&srv));
+	restart_forced();
 	expect_outside_intact();
 }
 
