@@ -62,6 +62,16 @@ static int parse_size(const char *v, unsigned long long *out)
 	return 0;
 }
 
+/* parse_bound -- a memory bound: "0" (none), else a size (parse_size) */
+static int parse_bound(const char *v, unsigned long long *out)
+{
+	if (strcmp(v, "0") == 0) {
+		*out = 0;
+		return 0;
+	}
+	return parse_size(v, out);
+}
+
 static int parse_uint(const char *v, unsigned max, unsigned *out)
 {
 	char *end;
@@ -149,22 +159,10 @@ int conf_set(struct nfsd_conf *c, const char *key, const char *v, char *err, siz
 			rc = -EINVAL;
 	} else if (!strcmp(key, "max_connections"))
 		rc = parse_uint(v, 16777216, &c->max_connections);
-	else if (!strcmp(key, "reply_memory")) {
-		/* 0: no bound; else a size, at least 8M */
-		rc = 0;
-		if (!strcmp(v, "0"))
-			c->reply_memory = 0;
-		else
-			rc = parse_size(v, &c->reply_memory);
-	}
-	else if (!strcmp(key, "request_memory")) {
-		/* 0: no bound; else a size, at least 8M */
-		rc = 0;
-		if (!strcmp(v, "0"))
-			c->request_memory = 0;
-		else
-			rc = parse_size(v, &c->request_memory);
-	}
+	else if (!strcmp(key, "reply_memory"))
+		rc = parse_bound(v, &c->reply_memory);
+	else if (!strcmp(key, "request_memory"))
+		rc = parse_bound(v, &c->request_memory);
 	else if (!strcmp(key, "idle_timeout"))
 		rc = parse_uint(v, 86400, &c->idle_timeout);
 	else if (!strcmp(key, "record_timeout"))

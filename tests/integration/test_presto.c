@@ -1825,6 +1825,27 @@ static void log_append_record(struct it_server *s, uint16_t type, const void *bu
 	nvlog_close(log, false);
 }
 
+/* a handle whose MAC (its last 16 bytes) is zeroes */
+static const struct it_fh zero_mac = { .len = 16 };
+
+/* append_forged -- end the plog_rec op of n bytes in buf (room for 40 more)
+ * as the server does (drc_key<0>, reply<0>, then plog_macs: the MACs of m0
+ * and, if given, m1, from their handles) and write it into s's log */
+static void append_forged(struct it_server *s, uint16_t type, uint8_t *buf, size_t n,
+			  const struct it_fh *m0, const struct it_fh *m1)
+{
+	n += put_u32(buf + n, 0);	/* drc_key<0> */
+	n += put_u32(buf + n, 0);	/* reply<0> */
+	n += put_u32(buf + n, m1 ? 32 : 16);
+	memcpy(buf + n, m0->data + m0->len - 16, 16);
+	n += 16;
+	if (m1) {
+		memcpy(buf + n, m1->data + m1->len - 16, 16);
+		n += 16;
+	}
+	log_append_record(s, type, buf, n);
+}
+
 static void append_bad_handle_record(struct it_server *s)
 {
 	/* plog_rec (nfsd/plog.x): op PLOG_REMOVE (4) {dir {export_id, kh
@@ -1977,15 +1998,8 @@ static void append_cross_record(struct it_server *s)
 		n += put_u32(buf + n, 0);
 		n += put_u32(buf + n, 0);
 	}
-	n += put_u32(buf + n, 0);	/* drc_key<0> */
-	n += put_u32(buf + n, 0);	/* reply<0> */
-	/* plog_macs: the MACs of the op's two objects, from their handles */
-	const struct it_fh *m0 = cross_link ? &cross_x : &cross_a;
-	n += put_u32(buf + n, 32);
-	memcpy(buf + n, m0->data + m0->len - 16, 16);
-	memcpy(buf + n + 16, cross_b.data + cross_b.len - 16, 16);
-	n += 32;
-	log_append_record(s, cross_link ? 6 : 5, buf, n);
+	/* the MACs of the op's two objects */
+	append_forged(s, cross_link ? 6 : 5, buf, n, cross_link ? &cross_x : &cross_a, &cross_b);
 }
 
 static void test_record_across_exports_is_refused(void **state)
@@ -2048,12 +2062,7 @@ static void append_bad_redirect_record(struct it_server *s)
 	n += put_u32(buf + n, export_id_of(&cross_a));
 	n += put_kh(buf + n, &cross_x);
 	n += put_kh(buf + n, &cross_x);
-	n += put_u32(buf + n, 0);
-	n += put_u32(buf + n, 0);
-	n += put_u32(buf + n, 16);
-	memset(buf + n, 0, 16);
-	n += 16;
-	log_append_record(s, 7, buf, n);
+	append_forged(s, 7, buf, n, &zero_mac, NULL);
 }
 
 /* start_with_x -- a server with the log (replay always, destager held)
@@ -2112,12 +2121,7 @@ static void append_utime_now_record(struct it_server *s)
 	n += put_u32(buf + n, 1);		/* mtime */
 	n += put_u32(buf + n, 1200000000);
 	n += put_u32(buf + n, 0x3fffffff);
-	n += put_u32(buf + n, 0);
-	n += put_u32(buf + n, 0);
-	n += put_u32(buf + n, 16);
-	memcpy(buf + n, cross_x.data + cross_x.len - 16, 16);
-	n += 16;
-	log_append_record(s, 2, buf, n);
+	append_forged(s, 2, buf, n, &cross_x, NULL);
 }
 
 static void test_utime_now_record_is_refused(void **state)
@@ -2155,13 +2159,8 @@ static void append_nul_name_record(struct it_server *s)
 	n += put_kh(buf + n, &cross_a);
 	n += put_bytes(buf + n, "x\0y", 3);
 	n += put_kh(buf + n, &cross_x);
-	n += put_u32(buf + n, 0);
-	n += put_u32(buf + n, 0);
-	n += put_u32(buf + n, 0);
-	n += put_u32(buf + n, 16);
-	memcpy(buf + n, cross_a.data + cross_a.len - 16, 16);
-	n += 16;
-	log_append_record(s, 4, buf, n);
+	n += put_u32(buf + n, 0);		/* isdir */
+	append_forged(s, 4, buf, n, &cross_a, NULL);
 }
 
 static void test_nul_in_name_record_is_refused(void **state)

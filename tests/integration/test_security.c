@@ -2116,6 +2116,20 @@ static void test_reply_memory_bound(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+/* expect_ok -- n replies on fd, each accepted and NFS3_OK */
+static void expect_ok(int fd, int n)
+{
+	struct it_reply rep;
+
+	for (int i = 0; i < n; i++) {
+		if (it_recv_record(fd, &reply, 20000) <= 0)
+			fail_msg("%d of %d calls answered", i, n);
+		assert_int_equal(it_parse_reply(&reply, &rep), 0);
+		assert_int_equal(rep.accept_stat, SUCCESS);
+		assert_int_equal(it_get32(&reply), NFS3_OK);
+	}
+}
+
 /* loop_stat -- a figure of the "loop" object of s's statistics */
 static unsigned long long loop_stat(struct it_server *s, const char *key)
 {
@@ -2267,15 +2281,8 @@ static void test_request_memory_bound(void **state)
 	}
 	assert_int_equal(total, CONNS * CALLS);
 	for (int k = 0; k < CONNS; k++) {
-		for (int i = 0; i < CALLS; i++) {
-			struct it_reply rep;
-			if (it_recv_record(fd[k], &reply, 20000) <= 0)
-				fail_msg("connection %d: %d of %d calls answered", k, i, CALLS);
-			assert_int_equal(it_parse_reply(&reply, &rep), 0);
-			assert_int_equal(rep.accept_stat, SUCCESS);
-			assert_int_equal(it_get32(&reply), NFS3_OK);
-			answered++;
-		}
+		expect_ok(fd[k], CALLS);
+		answered += CALLS;
 		close(fd[k]);
 	}
 	assert_int_equal(answered, CONNS * CALLS);
@@ -2376,11 +2383,7 @@ static void test_request_memory_fair(void **state)
 	assert_true(loop_stat(s, "request_memory_waits") > 0);
 	assert_int_equal(fcntl(la, F_SETLEASE, F_UNLCK), 0);
 	close(la);
-	for (int i = 0; i < 3; i++) {
-		assert_true(it_recv_record(ca, &reply, 5000) > 0);
-		assert_int_equal(it_parse_reply(&reply, &rep), 0);
-		assert_int_equal(it_get32(&reply), NFS3_OK);
-	}
+	expect_ok(ca, 3);
 	wait_held(s, 5u << 20, 6u << 20);	/* over half: still waiting */
 	it_buf_reset(&two);
 	for (uint32_t x = 0x9100; x < 0x9102; x++) {
@@ -2398,11 +2401,7 @@ static void test_request_memory_fair(void **state)
 		fail_msg("a connection was read on while others waited for the calls' memory");
 	assert_int_equal(fcntl(lb, F_SETLEASE, F_UNLCK), 0);
 	close(lb);
-	for (int i = 0; i < 5; i++) {
-		assert_true(it_recv_record(cb, &reply, 5000) > 0);
-		assert_int_equal(it_parse_reply(&reply, &rep), 0);
-		assert_int_equal(it_get32(&reply), NFS3_OK);
-	}
+	expect_ok(cb, 5);
 	assert_true(it_recv_record(late, &reply, 5000) > 0);
 	assert_int_equal(it_parse_reply(&reply, &rep), 0);
 	assert_int_equal(rep.xid, 0x9101);
