@@ -166,6 +166,48 @@ static struct drc_entry *evict_one(void)
 	return NULL;
 }
 
+/* new_entry -- a free entry for k (hash h) in the table and on the LRU
+ * list, not done; NULL without memory (lock held) */
+static struct drc_entry *new_entry(const struct drc_key *k, uint32_t h)
+{
+	struct drc_entry *e = D.n >= DRC_MAX_ENTRIES ? evict_one() : NULL;
+
+	if (!e)
+		e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->key = *k;
+	e->h = h;
+	e->hnext = D.buckets[BUCKET(h)];
+	D.buckets[BUCKET(h)] = e;
+	lru_push(e);
+	D.n++;
+	return e;
+}
+
+/* drop_entry -- take e out of the table and free it (lock held) */
+static void drop_entry(struct drc_entry *e)
+{
+	lru_unlink(e);
+	hash_remove(e);
+	free(e->rec);
+	free(e);
+	D.n--;
+}
+
+/* finish -- e is done with a copy of the reply; without memory for it the
+ * entry goes (lock held) */
+static void finish(struct drc_entry *e, const uint8_t *rec, size_t len)
+{
+	if ((e->rec = malloc(len)) != NULL) {
+		memcpy(e->rec, rec, len);
+		e->len = len;
+		e->done = true;
+	} else {
+		drop_entry(e);
+	}
+}
+
 enum drc_result drc_begin(const struct drc_key *k, uint8_t **reply, size_t *len)
 {
 	enum drc_result r = DRC_MISS;
@@ -189,17 +231,7 @@ enum drc_result drc_begin(const struct drc_key *k, uint8_t **reply, size_t *len)
 		}
 		goto out;
 	}
-	e = D.n >= DRC_MAX_ENTRIES ? evict_one() : NULL;
-	if (!e)
-		e = calloc(1, sizeof(*e));
-	if (!e)
-		goto out;	/* executes without DRC protection */
-	e->key = *k;
-	e->h = h;
-	e->hnext = D.buckets[BUCKET(h)];
-	D.buckets[BUCKET(h)] = e;
-	lru_push(e);
-	D.n++;
+	(void)new_entry(k, h);	/* NULL: executes without DRC protection */
 out:
 	pthread_mutex_unlock(&D.lock);
 	return r;
@@ -211,32 +243,38 @@ void drc_end(const struct drc_key *k, const uint8_t *rec, size_t len)
 
 	pthread_mutex_lock(&D.lock);
 	struct drc_entry *e = find(k, h);
-	if (e && !e->done) {
-		e->rec = malloc(len);
-		if (e->rec) {
-			memcpy(e->rec, rec, len);
-			e->len = len;
-			e->done = true;
-		} else {
-			lru_unlink(e);
-			hash_remove(e);
-			free(e);
-			D.n--;
-		}
-	}
+	if (e && !e->done)
+		finish(e, rec, len);
 	pthread_mutex_unlock(&D.lock);
 }
 
 void drc_insert(const struct drc_key *k, const uint8_t *rec, size_t len)
 {
-	uint8_t *dummy;
-	size_t dlen;
+	uint32_t h = key_hash(k);
 
-	if (drc_begin(k, &dummy, &dlen) == DRC_DONE) {
-		free(dummy);
-		return;
-	}
-	drc_end(k, rec, len);
+	/* a key already finished (a recovery that met the record and the
+	 * entry a recovery before logged again from it, drc_relog) keeps its
+	 * reply and is not a hit; one in progress is finished */
+	pthread_mutex_lock(&D.lock);
+	struct drc_entry *e = find(k, h);
+	if (!e)
+		e = new_entry(k, h);
+	if (e && !e->done)
+		finish(e, rec, len);
+	pthread_mutex_unlock(&D.lock);
+}
+
+int drc_foreach(int (*cb)(void *arg, const struct drc_key *k, const uint8_t *rec, size_t len),
+		void *arg)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&D.lock);
+	for (struct drc_entry *e = D.lru_tail; e && rc == 0; e = e->lprev)
+		if (e->done)
+			rc = cb(arg, &e->key, e->rec, e->len);
+	pthread_mutex_unlock(&D.lock);
+	return rc;
 }
 
 void drc_abort(const struct drc_key *k)
@@ -245,12 +283,8 @@ void drc_abort(const struct drc_key *k)
 
 	pthread_mutex_lock(&D.lock);
 	struct drc_entry *e = find(k, h);
-	if (e && !e->done) {
-		lru_unlink(e);
-		hash_remove(e);
-		free(e);
-		D.n--;
-	}
+	if (e && !e->done)
+		drop_entry(e);
 	pthread_mutex_unlock(&D.lock);
 }
 

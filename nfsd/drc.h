@@ -36,6 +36,12 @@ void drc_end(const struct drc_key *k, const uint8_t *rec, size_t len);
 void drc_abort(const struct drc_key *k);
 /* drc_insert -- remember a finished call's reply (recovered from the log). */
 void drc_insert(const struct drc_key *k, const uint8_t *rec, size_t len);
+/* drc_foreach -- cb on every finished entry, oldest first (the order in
+ * which drc_insert rebuilds the same cache), under the cache's lock: cb
+ * must not call into the cache. Stops at cb's first non-zero return and
+ * returns it; 0 otherwise. */
+int drc_foreach(int (*cb)(void *arg, const struct drc_key *k, const uint8_t *rec, size_t len),
+		void *arg);
 /* drc_stats -- hits (replayed replies), drops (in progress), entries. */
 void drc_stats(uint64_t *hits, uint64_t *drops, uint64_t *entries);
 

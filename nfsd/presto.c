@@ -210,6 +210,8 @@ static void kh_from_plog(const plog_kh *p, struct fh_kernel *kh)
  * the record; plog.x) */
 static unsigned plog_nobjs(int type)
 {
+	if (type == PLOG_DRC)
+		return 0;
 	return type == PLOG_RENAME || type == PLOG_LINK ? 2 : 1;
 }
 
@@ -945,6 +947,88 @@ static int rd_log(uint32_t export_id, const struct fh_kernel *old_kh, const stru
 		return -ENOSPC;
 	uint64_t lsn;
 	return nvlog_append(P.log, PLOG_REDIRECT, &iov, 1, &lsn);
+}
+
+/*
+ * drc_relog -- the duplicate request cache a recovery rebuilt, logged again
+ * (PLOG_DRC records, oldest entry first) before the trim that ends the
+ * recovery takes the records it came from: else a second crash before the
+ * client retransmits (a crash loop) would find neither record nor entry,
+ * and a retransmitted REMOVE would be answered NOENT. The records live as
+ * any until the destager trims them. All are appended, then persisted
+ * once. If the log has no room for them beside the records still there
+ * (nothing trims during recovery), the caller trims first and calls again
+ * (*room false): then a crash between the two loses the entries, as before
+ * there were these records. Returns 0 or -errno (nothing is trimmed on an
+ * error: the caller gives up its start as for any failed append).
+ */
+struct drc_relog {
+	uint64_t bytes, n, lsn;	/* sizing pass: bytes and n; append pass: last LSN */
+	bool append;
+	int err;
+};
+
+static int drc_relog_cb(void *arg, const struct drc_key *k, const uint8_t *rep, size_t len)
+{
+	struct drc_relog *d = arg;
+	uint8_t buf[PLOG_KEY_MAX + PLOG_REPLY_MAX + 64];
+	plog_rec r;
+	XDR x;
+
+	if (len > PLOG_REPLY_MAX)
+		return 0;	/* not from a record (cannot be during recovery) */
+	if (!d->append) {
+		d->bytes += len + sizeof(*k) + 256;	/* XDR, record header, alignment */
+		d->n++;
+		return 0;
+	}
+	memset(&r, 0, sizeof(r));
+	r.op.type = PLOG_DRC;
+	r.drc_key.drc_key_len = sizeof(*k);
+	r.drc_key.drc_key_val = (char *)k;
+	r.reply.reply_len = (u_int)len;
+	r.reply.reply_val = (char *)rep;
+	xdrmem_create(&x, (char *)buf, sizeof(buf), XDR_ENCODE);
+	bool ok = xdr_plog_rec(&x, &r);
+	struct iovec iov = { buf, xdr_getpos(&x) };
+	xdr_destroy(&x);
+	if (!ok)
+		return d->err = -EMSGSIZE;
+	return d->err = nvlog_append_nowait(P.log, PLOG_DRC, &iov, 1, &d->lsn);
+}
+
+static int drc_relog(bool *room)
+{
+	struct drc_relog d = { 0 };
+	struct nvlog_info info;
+
+	drc_foreach(drc_relog_cb, &d);
+	if (d.n == 0)
+		return 0;
+	nvlog_info(P.log, &info);
+	/* a wrap pads away at most one record's size */
+	if (info.area_size - info.used_bytes < d.bytes + 2 * (PLOG_KEY_MAX + PLOG_REPLY_MAX + 4096)) {
+		if (*room) {
+			*room = false;
+			log_info("recovery: the %llu duplicate request cache entries it rebuilt are "
+				 "logged again after the trim (no room before it)",
+				 (unsigned long long)d.n);
+			return 0;
+		}
+		log_warnx("recovery: no room in the NVRAM log for the %llu duplicate request cache "
+			  "entries it rebuilt (%llu bytes): they are kept in memory only",
+			  (unsigned long long)d.n, (unsigned long long)d.bytes);
+		return 0;
+	}
+	d.append = true;
+	drc_foreach(drc_relog_cb, &d);
+	if (d.err == 0 && d.lsn)
+		d.err = nvlog_wait(P.log, d.lsn);
+	if (d.err < 0) {
+		errno = -d.err;
+		log_warn("recovery: logging the duplicate request cache again");
+	}
+	return d.err;
 }
 
 /*
@@ -2179,6 +2263,7 @@ static void rec_exports(const plog_op *op, uint32_t ids[2])
 		ids[1] = op->plog_op_u.link.dir.export_id;
 		break;
 	case PLOG_REDIRECT:
+	case PLOG_DRC:
 		break;
 	}
 }
@@ -3055,6 +3140,8 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 		xdr_free(XDRPROC(xdr_plog_rec), (char *)&r);
 		return 0;
 	}
+	if (r.op.type == PLOG_DRC)
+		goto drc;	/* only the cache entry (drc_relog) */
 	uint32_t ids[2];
 	rec_exports(&r.op, ids);
 	if (!rc->apply) {
@@ -3086,6 +3173,7 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 			e = replay_link(rc, &r.op.plog_op_u.link);
 			break;
 		case PLOG_REDIRECT:
+		case PLOG_DRC:
 			break;	/* returned above */
 		}
 		if (e < 0) {
@@ -3097,6 +3185,7 @@ static int replay_cb(void *arg, const struct nvlog_rec *rec)
 	}
 	/* a retransmission gets the original reply, unless the operation
 	 * could not be replayed (then the client must not be told it was done) */
+drc:
 	if (e == 0 && r.drc_key.drc_key_len == sizeof(struct drc_key) && r.reply.reply_len >= 4) {
 		struct drc_key k;
 		memcpy(&k, r.drc_key.drc_key_val, sizeof(k));
@@ -3242,12 +3331,21 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 			return rc;
 		}
 		/* with the redirects this replay logged (rd_log): the file
-		 * holds them now */
+		 * holds them now; not the DRC's records logged after them */
 		struct nvlog_info end;
 		nvlog_info(P.log, &end);
+		bool room = true;
+		if ((rc = drc_relog(&room)) < 0) {
+			P.state = "ERROR";
+			return rc;
+		}
 		if (rep.records > 0 && (rc = nvlog_trim(P.log, end.head_lsn)) < 0) {
 			errno = -rc;
 			log_warn("trimming the NVRAM log after recovery");
+			P.state = "ERROR";
+			return rc;
+		}
+		if (!room && (rc = drc_relog(&room)) < 0) {
 			P.state = "ERROR";
 			return rc;
 		}

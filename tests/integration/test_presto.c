@@ -2377,6 +2377,70 @@ static void test_drc_survives_crash(void **state)
 	assert_int_equal(st, NFS3ERR_NOENT);
 }
 
+static void test_drc_survives_two_crashes(void **state)
+{
+	/* the entries a recovery rebuilds from the log are logged again before
+	 * it trims the records they came from: a second crash before the client
+	 * retransmits (a crash loop) keeps them too. Both restarts replay. */
+	static struct it_buf call, reply;
+
+	(void)state;
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	int sport = remove_victim(0x7e5a0000u + (uint32_t)(getpid() & 0xffff), 46000, &call, &reply);
+	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
+	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
+	int st = retransmit(sport, &call, &reply);
+	if (st != NFS3_OK)
+		fail_msg("REMOVE retransmitted after two crashes in a row: %d, want the original "
+			 "NFS3_OK (the DRC entry rebuilt by the first recovery was lost)", st);
+	/* the third start finds the entry too, and the file stays removed */
+	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
+	st = retransmit(sport, &call, &reply);
+	assert_int_equal(st, NFS3_OK);
+	assert_int_not_equal(access(it_path(&srv, "victim"), F_OK), 0);
+}
+
+static void test_drc_survives_two_crashes_full_log(void **state)
+{
+	/* the same with the log too full at the restart for the entries to
+	 * go in beside the records they come from: they go in after the
+	 * trim, and still survive the second crash */
+	static struct it_buf call, reply;
+	static char big[256 << 10];
+	char path[32];
+	struct it_fh root, f;
+
+	(void)state;
+	it_nvram_size = "8M";
+	start_logged(EXPORT_RW, replay_always_no_destage);
+	/* 3,000 REMOVEs (records of about 380 bytes; their entries want 1.5
+	 * MB here) and 23 WRITEs of 256 KiB fill about 7.2 MB of the 8 MiB
+	 * (the held destager runs at 90%) */
+	struct rpc_context *rpc = connect_root(&root);
+	for (int i = 0; i < 3000; i++) {
+		snprintf(path, sizeof(path), "r%d", i);
+		assert_int_equal(it_write_file(it_path(&srv, path), "r", 1, 0644), 0);
+		assert_int_equal(it_remove(rpc, &root, path, &r), NFS3_OK);
+	}
+	assert_int_equal(it_create(rpc, &root, "fill", UNCHECKED, 0644, NULL, &r), NFS3_OK);
+	f = r.fh;
+	memset(big, 'F', sizeof(big));
+	for (int n = 0; n < 23; n++)
+		assert_int_equal(it_write(rpc, &f, (uint64_t)n * sizeof(big), big, sizeof(big),
+					  FILE_SYNC, &r), NFS3_OK);
+	it_rpc_close(rpc);
+	int sport = remove_victim(0x7e5b0000u + (uint32_t)(getpid() & 0xffff), 48000, &call, &reply);
+	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
+	if (!log_says(&srv, "logged again after the trim"))
+		fail_msg("the log had room for the rebuilt DRC beside its records: the test "
+			 "needs it full");
+	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
+	int st = retransmit(sport, &call, &reply);
+	if (st != NFS3_OK)
+		fail_msg("REMOVE retransmitted after two crashes, the first with a full log: %d, "
+			 "want the original NFS3_OK", st);
+}
+
 static void other_filesystem(struct it_server *s)
 {
 	uint8_t other[16];
@@ -3836,6 +3900,8 @@ int main(void)
 					  test_teardown),
 		cmocka_unit_test_teardown(test_replay_after_reboot_keeps_directory_stamps, test_teardown),
 		cmocka_unit_test_teardown(test_drc_survives_crash, test_teardown),
+		cmocka_unit_test_teardown(test_drc_survives_two_crashes, test_teardown),
+		cmocka_unit_test_teardown(test_drc_survives_two_crashes_full_log, test_teardown),
 		cmocka_unit_test_teardown(test_discarded_record_leaves_no_drc_entry, test_teardown),
 		cmocka_unit_test_teardown(test_nopresto_export, test_teardown),
 		cmocka_unit_test_teardown(test_presto_off_change_survives_replay, test_teardown),

@@ -389,8 +389,14 @@ static void test_insert(void **state)
 	assert_int_equal(h, h0);
 	assert_int_equal(d, d0);
 	expect_hit(&k, "logged reply");
-	/* inserting a key already finished keeps the first reply */
+	/* inserting a key already finished keeps the first reply, and is
+	 * not a hit (a recovery meets a record and the entry logged again
+	 * from it) */
+	stats(&h0, &d0, &e0);
 	drc_insert(&k, (const uint8_t *)"other", 5);
+	stats(&h, &d, &e);
+	assert_int_equal(h, h0);
+	assert_int_equal(e, e0);
 	expect_hit(&k, "logged reply");
 	/* a recovered reply completes a call in progress */
 	struct drc_key k2 = key(next_xid(), "recovered");
@@ -399,6 +405,54 @@ static void test_insert(void **state)
 	assert_int_equal(drc_begin(&k2, &r, &len), DRC_MISS);
 	drc_insert(&k2, (const uint8_t *)"from log", 8);
 	expect_hit(&k2, "from log");
+}
+
+/* foreach_cb -- collects the replies drc_foreach hands over */
+struct seen {
+	char replies[8][16];
+	int n, stop_at;
+};
+
+static int foreach_cb(void *arg, const struct drc_key *k, const uint8_t *rec, size_t len)
+{
+	struct seen *s = arg;
+	(void)k;
+	if (len > 0 && len < sizeof(s->replies[0]) && rec[0] == '#' && s->n < 8) {
+		memcpy(s->replies[s->n], rec, len);
+		s->replies[s->n][len] = 0;
+		if (++s->n == s->stop_at)
+			return 7;
+	}
+	return 0;
+}
+
+static void test_foreach_oldest_first(void **state)
+{
+	(void)state;
+	/* the finished entries, least recently used first (the order a
+	 * recovery logs them in, so that inserting them again rebuilds the
+	 * same LRU order); an entry in progress is not one; a hit makes an
+	 * entry the newest; the callback's non-zero return stops the walk */
+	struct drc_key a = key(next_xid(), "fe"), b = key(next_xid(), "fe"),
+		       c = key(next_xid(), "fe"), p = key(next_xid(), "fe");
+	complete(&a, "#a");
+	drc_insert(&b, (const uint8_t *)"#b", 2);
+	complete(&c, "#c");
+	uint8_t *r = NULL;
+	size_t n;
+	assert_int_equal(drc_begin(&p, &r, &n), DRC_MISS);	/* in progress */
+	expect_hit(&a, "#a");
+	struct seen s = { .stop_at = -1 };
+	assert_int_equal(drc_foreach(foreach_cb, &s), 0);
+	/* other tests' entries are older, and their replies do not start with '#' */
+	assert_int_equal(s.n, 3);
+	assert_string_equal(s.replies[0], "#b");
+	assert_string_equal(s.replies[1], "#c");
+	assert_string_equal(s.replies[2], "#a");
+	struct seen t = { .stop_at = 2 };
+	assert_int_equal(drc_foreach(foreach_cb, &t), 7);
+	assert_int_equal(t.n, 2);
+	drc_abort(&p);
 }
 
 /* ---- concurrency ---- */
@@ -459,6 +513,7 @@ int main(void)
 		cmocka_unit_test(test_in_progress_never_evicted),
 		cmocka_unit_test(test_all_in_progress_grows),
 		cmocka_unit_test(test_insert),
+		cmocka_unit_test(test_foreach_oldest_first),
 		cmocka_unit_test(test_one_execution_per_race),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
