@@ -466,6 +466,10 @@ static void show_stats(json_t *st)
 		KV("calls in flight hold", "%14llu bytes", (unsigned long long)num(lp, "request_bytes"));
 		KV("stops at request_memory", "%14llu",
 		   (unsigned long long)num(lp, "request_memory_waits"));
+		KV("records in progress hold", "%14llu bytes",
+		   (unsigned long long)num(lp, "record_bytes"));
+		KV("closed for their records", "%14llu",
+		   (unsigned long long)num(lp, "record_memory_closes"));
 	}
 	printf("duplicate request cache\n");
 	KV("replayed replies", "%14llu", (unsigned long long)num(drc, "hits"));

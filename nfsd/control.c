@@ -365,6 +365,10 @@ static int cmd_stats(json_t *req, json_t *rep, char *err, size_t errlen)
 	rpc_request_memory(&held, &waits);
 	set_u64(loop, "request_bytes", held);
 	set_u64(loop, "request_memory_waits", waits);
+	uint64_t evictions;
+	rpc_record_memory(&held, &evictions);
+	set_u64(loop, "record_bytes", held);
+	set_u64(loop, "record_memory_closes", evictions);
 	json_object_set_new(rep, "loop", loop);
 
 	json_object_set_new(rc, "replayed", json_boolean(ps.recovery_replayed));

@@ -125,7 +125,8 @@ struct rpc_conn {
 	size_t frag_left;
 	bool last_frag;
 	uint8_t *rec;
-	size_t rec_len, rec_cap;
+	size_t rec_len, rec_cap;	/* rec_cap: counted in R.rec_mem */
+	uint64_t rec_seq;		/* when its buffer was first taken (R.rec_seq) */
 	/* lists: connections whose loop reference is held (R.open, loop
 	 * thread only), connections closed but whose loop reference is not yet
 	 * dropped (R.closed, R.conns_lock) */
@@ -181,6 +182,12 @@ static struct {
 	size_t request_memory;		/* calls in flight, all connections (0: no bound) */
 	size_t req_mem;			/* atomic: what they hold (rpc_req.mem) */
 	uint64_t mem_waits;		/* atomic: times reading stopped at request_memory */
+	/* the buffers of records in progress, all connections (atomic: a
+	 * worker may free a closed connection's), held to request_memory
+	 * apart from the calls (conn_rec_room); the order their records
+	 * began in (loop thread), and the connections closed for them */
+	size_t rec_mem;
+	uint64_t rec_seq, rec_evictions;
 	/* connections not read for request_memory (loop thread; each holds a
 	 * reference), and their count (atomic: workers read it) */
 	struct rpc_conn *mem_waiters;
@@ -214,6 +221,12 @@ void rpc_request_memory(size_t *held, uint64_t *waits)
 {
 	*held = __atomic_load_n(&R.req_mem, __ATOMIC_RELAXED);
 	*waits = __atomic_load_n(&R.mem_waits, __ATOMIC_RELAXED);
+}
+
+void rpc_record_memory(size_t *held, uint64_t *closed)
+{
+	*held = __atomic_load_n(&R.rec_mem, __ATOMIC_RELAXED);
+	*closed = __atomic_load_n(&R.rec_evictions, __ATOMIC_RELAXED);
 }
 
 bool rpc_on_loop(void)
@@ -386,6 +399,16 @@ int rpc_add_listener(struct rpc_listen *l)
 	return 0;
 }
 
+/* conn_rec_free -- drop c's record in progress and its count */
+static void conn_rec_free(struct rpc_conn *c)
+{
+	if (c->rec_cap)
+		__atomic_sub_fetch(&R.rec_mem, c->rec_cap, __ATOMIC_RELAXED);
+	free(c->rec);
+	c->rec = NULL;
+	c->rec_len = c->rec_cap = 0;
+}
+
 static void conn_put(struct rpc_conn *c)
 {
 	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0)
@@ -397,7 +420,7 @@ static void conn_put(struct rpc_conn *c)
 		free(o);
 	}
 	free(c->held);
-	free(c->rec);
+	conn_rec_free(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -939,6 +962,7 @@ static int conn_record(struct rpc_conn *c)
 	req->peerlen = c->peerlen;
 	req->t_recv_ns = rpc_now_ns();
 	req->mem = malloc_usable_size(c->rec) + sizeof(*req);
+	__atomic_sub_fetch(&R.rec_mem, c->rec_cap, __ATOMIC_RELAXED);
 	c->rec = NULL;
 	c->rec_len = c->rec_cap = 0;
 	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
@@ -997,8 +1021,47 @@ static int conn_hold(struct rpc_conn *c, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/*
+ * conn_rec_room -- whether c's record in progress may take more bytes of
+ * buffer: the records in progress of all connections stay under
+ * request_memory. Over it, the connection whose record began first is
+ * closed, and its buffer freed, until they fit: a client that trickles a
+ * record (1 KiB/s keeps it past record_timeout) cannot pin one buffer of
+ * up to RPC_MAX_RECORD per connection, thousands of them; a record that
+ * comes at the speed of the network is not the oldest for long. false: c
+ * is that connection (the caller closes it). Loop thread.
+ */
+static bool conn_rec_room(struct rpc_conn *c, size_t more)
+{
+	static long tok;
+	char a[INET6_ADDRSTRLEN];
+
+	while (R.request_memory &&
+	       __atomic_load_n(&R.rec_mem, __ATOMIC_RELAXED) + more > R.request_memory) {
+		struct rpc_conn *v = c->rec_cap ? c : NULL;
+		for (struct rpc_conn *o = R.open; o; o = o->open_next)
+			if (o->rec_cap && (!v || o->rec_seq < v->rec_seq))
+				v = o;
+		__atomic_add_fetch(&R.rec_evictions, 1, __ATOMIC_RELAXED);
+		if (log_ratelimited(&tok))
+			log_warnx("closing connection from %s: its record in progress is the oldest "
+				  "while all connections' hold request_memory",
+				  addr_to_string((const struct sockaddr *)&(v ? v : c)->peer, a,
+						 sizeof(a)));
+		if (!v || v == c)
+			return false;
+		pthread_mutex_lock(&v->lock);
+		conn_close_locked(v);
+		pthread_mutex_unlock(&v->lock);
+		conn_rec_free(v);	/* its input is never read again */
+	}
+	return true;
+}
+
 /* conn_input -- consume n bytes of the stream; returns -1 on a framing error
- * (the caller closes the connection). Stops after the record that paused c
+ * (the caller closes the connection), -2 when c's record would take more
+ * memory than records in progress may (conn_rec_room closed the others it
+ * could). Stops after the record that paused c
  * (RPC_MAX_INFLIGHT calls in flight, or replies over RPC_MAX_QUEUED), holding
  * the rest (conn_hold): one read of small pipelined calls holds hundreds. */
 static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
@@ -1025,9 +1088,14 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 				size_t cap = c->rec_len + c->frag_left;
 				if (cap < 2 * c->rec_cap)
 					cap = 2 * c->rec_cap < RPC_MAX_RECORD ? 2 * c->rec_cap : RPC_MAX_RECORD;
+				if (!conn_rec_room(c, cap - c->rec_cap))
+					return -2;
 				uint8_t *nb = realloc(c->rec, cap ? cap : 1);
 				if (!nb)
 					return -1;
+				if (!c->rec_cap)
+					c->rec_seq = ++R.rec_seq;
+				__atomic_add_fetch(&R.rec_mem, cap - c->rec_cap, __ATOMIC_RELAXED);
 				c->rec = nb;
 				c->rec_cap = cap;
 			}
@@ -1067,7 +1135,10 @@ static void conn_readable(struct rpc_conn *c)
 		ssize_t n = read(c->ep.fd, R.stage, sizeof(R.stage));
 		if (n > 0) {
 			c->heard = true;
-			if (conn_input(c, R.stage, (size_t)n) < 0) {
+			int irc = conn_input(c, R.stage, (size_t)n);
+			if (irc == -2)
+				goto close;	/* conn_rec_room said why */
+			if (irc < 0) {
 				static long tok;
 				char a[INET6_ADDRSTRLEN];
 				if (log_ratelimited(&tok))

@@ -89,7 +89,10 @@ struct rpc_limits {
 	 * (each stops after its record in progress) until the calls are down
 	 * to half of it. Calls wait for workers (an fsync, a READ from the
 	 * disk), and each connection may have RPC_MAX_INFLIGHT of them: 256
-	 * WRITEs of 1 MiB a client. */
+	 * WRITEs of 1 MiB a client. The records in progress (their buffers,
+	 * up to RPC_MAX_RECORD each) are held to it apart: a buffer that would
+	 * bring them over it closes the connection whose record in progress
+	 * began first, until it fits. */
 	size_t request_memory;
 	/* a connection with no call in flight, no output queued and nothing
 	 * heard from its client for this long is closed (knfsd: 6 minutes) */
@@ -135,6 +138,9 @@ unsigned rpc_busy_conns(void);
 /* rpc_request_memory -- the bytes the calls in flight hold now, and how
  * many times reading stopped at rpc_limits.request_memory. */
 void rpc_request_memory(size_t *held, uint64_t *waits);
+/* rpc_record_memory -- the bytes the records in progress hold now, and how
+ * many connections were closed to keep them under request_memory. */
+void rpc_record_memory(size_t *held, uint64_t *closed);
 /* rpc_defer -- hand req, which started inline on the loop thread and found
  * it would have to wait, to a worker that runs it from the start. */
 void rpc_defer(struct rpc_req *req);

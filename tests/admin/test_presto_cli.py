@@ -261,7 +261,8 @@ def test_stats(srv, traffic):
     lines = out.splitlines()
     for field in ("statistics interval", "uptime", "procedure", "appends", "bytes appended",
                   "persists", "records per persist", "full-log waits", "runs", "bytes destaged",
-                  "checkpoint time", "COMMITs avoided", "replayed", "handle redirects"):
+                  "checkpoint time", "COMMITs avoided", "replayed", "handle redirects",
+                  "calls in flight hold", "records in progress hold", "closed for their records"):
         check("presto -p: shows %s" % field, any(field in l for l in lines))
     table = []
     try:

@@ -2457,6 +2457,70 @@ static void test_reset_while_input_held(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
+/* test_records_in_progress_bound -- records in progress hold their buffers
+ * (the whole fragment's size, taken at its mark): 20 connections that each
+ * announce a record of 1 MiB and send all of it but its last byte would
+ * keep 20 MiB, and a client that then sends a byte a second... a thousand
+ * connections, a gigabyte. Under --request-memory (8M), the record that
+ * would bring them over it closes the connection whose record began
+ * first: the first 12 go, the last 8 stay, and the server serves on. */
+static void test_records_in_progress_bound(void **state)
+{
+	enum { CONNS = 20, LEN = 1 << 20, KEPT = 8 };
+	static const char *const extra[] = { "--request-memory", "8M", NULL };
+	static unsigned char data[LEN];
+	struct it_server *s = &own;
+	struct it_fh root_fh;
+	int fd[CONNS];
+
+	it_presto_only();
+	(void)state;
+	own_start(s, extra, &root_fh);
+	it_fill(data, sizeof(data), 17);
+	uint32_t mark = htonl((uint32_t)LEN);	/* not the last fragment */
+	for (int k = 0; k < CONNS; k++) {
+		fd[k] = it_tcp_connect(NULL, 0, s->nfs_port);
+		assert_true(fd[k] >= 0);
+		/* the mark and LEN - 1 bytes of its fragment (the server reads
+		 * them before the next connection starts: records begin in
+		 * this order) */
+		assert_int_equal(it_send_all(fd[k], &mark, 4), 0);
+		assert_int_equal(it_send_all(fd[k], data, LEN - 1), 0);
+		unsigned long long held = 0, closes = 0;
+		long long t0 = now_ms();
+		unsigned long long want = (unsigned long long)(k < KEPT ? k + 1 : KEPT) * LEN;
+		unsigned long long want_closes = k < KEPT ? 0 : (unsigned long long)(k + 1 - KEPT);
+		for (;;) {
+			closes = loop_stat(s, "record_memory_closes");
+			held = loop_stat(s, "record_bytes");
+			if ((closes == want_closes && held == want) || now_ms() - t0 >= 5000)
+				break;
+			usleep(5000);
+		}
+		if (held != want || closes != want_closes)
+			fail_msg("after %d connections the records in progress hold %llu bytes "
+				 "(want %llu), %llu connections closed for them (want %llu)",
+				 k + 1, held, want, closes, want_closes);
+	}
+	assert_int_equal(loop_stat(s, "record_memory_closes"), CONNS - KEPT);
+	for (int k = 0; k < CONNS; k++) {
+		int closed = it_wait_closed(fd[k], k < CONNS - KEPT ? 2000 : 50);
+		if (closed != (k < CONNS - KEPT))
+			fail_msg("connection %d (records began in order): %s", k,
+				 closed ? "closed, but its record is among the newest"
+					: "open, but its record is among the oldest");
+	}
+	/* the server serves on, a new call's record among those in progress */
+	struct rpc_context *c = it_rpc_connect(s, IT_NFS_PROG, 3);
+	assert_non_null(c);
+	assert_int_equal(it_getattr(c, &root_fh, &r), NFS3_OK);
+	it_rpc_close(c);
+	for (int k = 0; k < CONNS; k++)
+		close(fd[k]);
+	assert_true(it_server_alive(s));
+	assert_int_equal(it_server_stop(s), 0);
+}
+
 static void test_connection_limit(void **state)
 {
 	/* --max-connections 4: a fifth and a sixth connection close the two
@@ -2757,6 +2821,7 @@ int main(void)
 		cmocka_unit_test(test_reply_memory_bound),
 		cmocka_unit_test(test_request_memory_bound),
 		cmocka_unit_test(test_request_memory_fair),
+		cmocka_unit_test(test_records_in_progress_bound),
 		cmocka_unit_test(test_connection_limit),
 		cmocka_unit_test(test_out_of_descriptors),
 		cmocka_unit_test(test_keepalive),
