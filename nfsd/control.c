@@ -411,6 +411,7 @@ static int set_presto(json_t *req, json_t *rep, char *err, size_t errlen, bool o
 	json_t *names = json_object_get(req, "exports"), *name;
 	struct xtab *x = xtab_get();
 	const struct xexport **sel = NULL;
+	uint32_t *ids = NULL;
 	size_t nsel = 0, i;
 	struct presto_stats ps;
 	int rc = 0;
@@ -465,18 +466,24 @@ static int set_presto(json_t *req, json_t *rep, char *err, size_t errlen, bool o
 		rc = -ENODEV;
 		goto out;
 	}
-	for (i = 0; i < nsel; i++) {
-		rc = presto_set_export(sel[i]->e->id, on);
-		if (rc < 0) {
-			snprintf(err, errlen, "%s %s: %s", on ? "enabling" : "disabling",
-				 sel[i]->e->path, strerror(-rc));
-			log_warnx("control: %s", err);
-			goto out;
-		}
-		log_info("control: presto %s for %s", on ? "enabled" : "disabled", sel[i]->e->path);
+	if (!(ids = calloc(nsel ? nsel : 1, sizeof(*ids)))) {
+		rc = -ENOMEM;
+		goto out;
 	}
+	for (i = 0; i < nsel; i++)
+		ids[i] = sel[i]->e->id;
+	rc = presto_set_exports(ids, nsel, on);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s %s: %s", on ? "enabling" : "disabling",
+			 nsel == 1 ? sel[0]->e->path : "the exports", strerror(-rc));
+		log_warnx("control: %s", err);
+		goto out;
+	}
+	for (i = 0; i < nsel; i++)
+		log_info("control: presto %s for %s", on ? "enabled" : "disabled", sel[i]->e->path);
 	json_object_set_new(rep, "exports", exports_json(false));
 out:
+	free(ids);
 	free(sel);
 	if (x)
 		xtab_put(x);

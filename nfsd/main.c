@@ -122,6 +122,7 @@ static int reload_exports(char *err, size_t errlen)
 	 * among the retired too */
 	presto_retire(xtab_get(), x);
 	xtab_install(x);
+	presto_switches_prune(x);	/* a dropped export's switch goes with it */
 	pthread_mutex_unlock(&reload_lock);
 	/* cached descriptors of exports that went away close as soon as no
 	 * call uses them */

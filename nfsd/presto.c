@@ -100,7 +100,6 @@
 #include "nfsd/vfs.h"
 
 #define NSTRIPES 256
-#define MAX_SWITCHES 256
 /* bytes kept free beyond a record's estimate: room for the replies and keys
  * that are encoded into the record only after the check */
 #define SPACE_SLACK (64 * 1024)
@@ -138,14 +137,16 @@ static struct {
 	 * the unlock (presto_release_gen) */
 	uint64_t released;		/* atomic */
 
-	/* run-time switches: export id -> off */
+	/* run-time switches: the exports switched off (ids, ascending;
+	 * malloc'ed, under sw_lock), pruned to the table at each reload */
 	pthread_mutex_t sw_lock;
-	uint32_t off_ids[MAX_SWITCHES];
+	uint32_t *off_ids;
 	unsigned noff;
+	size_t off_cap;
 	/* exports whose root took no mark (a filesystem without extended
 	 * attributes): no mark, no stamps, so no safe replay; presto is off
 	 * for them (presto_marks_update) */
-	uint32_t *unmarked_ids;		/* malloc'ed; replaced under sw_lock */
+	uint32_t *unmarked_ids;		/* ascending, malloc'ed; replaced under sw_lock */
 	unsigned nunmarked;
 
 	/* redirects made by replay, in the order they were added, and their
@@ -1273,14 +1274,23 @@ static int replay_mark(bool on, bool trusted)
 
 /* ---- switches ---- */
 
+static int id_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* id_in -- whether id is among the n ascending ids at v */
+static bool id_in(const uint32_t *v, unsigned n, uint32_t id)
+{
+	return n && bsearch(&id, v, n, sizeof(*v), id_cmp) != NULL;
+}
+
 /* unmarked_locked -- whether export id is listed as taking no mark (sw_lock
  * held) */
 static bool unmarked_locked(uint32_t id)
 {
-	for (unsigned i = 0; i < P.nunmarked; i++)
-		if (P.unmarked_ids[i] == id)
-			return true;
-	return false;
+	return id_in(P.unmarked_ids, P.nunmarked, id);
 }
 
 bool presto_enabled(const struct xexport *xe, bool export_opt)
@@ -1295,10 +1305,7 @@ bool presto_enabled(const struct xexport *xe, bool export_opt)
 	    __atomic_load_n(&P.nunmarked, __ATOMIC_ACQUIRE) == 0)
 		return true;
 	pthread_mutex_lock(&P.sw_lock);
-	for (unsigned i = 0; i < P.noff; i++)
-		if (P.off_ids[i] == xe->e->id)
-			on = false;
-	if (unmarked_locked(xe->e->id))
+	if (id_in(P.off_ids, P.noff, xe->e->id) || unmarked_locked(xe->e->id))
 		on = false;
 	pthread_mutex_unlock(&P.sw_lock);
 	return on;
@@ -1321,33 +1328,71 @@ bool presto_unmarked(uint32_t export_id)
 	return yes;
 }
 
-int presto_set_export(uint32_t export_id, bool on)
+int presto_set_exports(const uint32_t *ids, size_t n, bool on)
 {
+	uint32_t *sorted = NULL;	/* switching on: ids, to look up */
 	int rc = 0;
 
-	if (!on) {
-		/* switching off: what the log holds must be on disk first */
+	if (on && n) {
+		if (!(sorted = malloc(n * sizeof(*sorted))))
+			return -ENOMEM;
+		memcpy(sorted, ids, n * sizeof(*sorted));
+		qsort(sorted, n, sizeof(*sorted), id_cmp);
+	}
+	if (!on && n) {
+		/* switching off: what the log holds must be on disk first (once
+		 * for all of them: a call that races a switch-off may still
+		 * log, and the log is durable) */
 		rc = presto_flush();
 		if (rc < 0)
 			return rc;
 	}
 	pthread_mutex_lock(&P.sw_lock);
-	unsigned i;
-	for (i = 0; i < P.noff && P.off_ids[i] != export_id; i++)
-		;
-	if (on && i < P.noff) {
-		P.off_ids[i] = P.off_ids[P.noff - 1];
-		__atomic_store_n(&P.noff, P.noff - 1, __ATOMIC_RELEASE);
-	} else if (!on && i == P.noff) {
-		if (P.noff == MAX_SWITCHES) {
-			rc = -ENOSPC;
-		} else {
-			P.off_ids[P.noff] = export_id;
-			__atomic_store_n(&P.noff, P.noff + 1, __ATOMIC_RELEASE);
+	if (!on) {
+		if (P.noff + n > P.off_cap) {
+			size_t cap = P.off_cap ? P.off_cap : 16;
+			while (cap < P.noff + n)
+				cap *= 2;
+			uint32_t *v = realloc(P.off_ids, cap * sizeof(*v));
+			if (!v) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			P.off_ids = v;
+			P.off_cap = cap;
 		}
+		unsigned k = P.noff;
+		for (size_t i = 0; i < n; i++)
+			if (!id_in(P.off_ids, P.noff, ids[i]))
+				P.off_ids[k++] = ids[i];
+		qsort(P.off_ids, k, sizeof(*P.off_ids), id_cmp);
+		unsigned w = 0;	/* an id named twice in ids counts once */
+		for (unsigned i = 0; i < k; i++)
+			if (!w || P.off_ids[w - 1] != P.off_ids[i])
+				P.off_ids[w++] = P.off_ids[i];
+		__atomic_store_n(&P.noff, w, __ATOMIC_RELEASE);
+	} else if (sorted) {
+		unsigned w = 0;
+		for (unsigned i = 0; i < P.noff; i++)
+			if (!id_in(sorted, (unsigned)n, P.off_ids[i]))
+				P.off_ids[w++] = P.off_ids[i];
+		__atomic_store_n(&P.noff, w, __ATOMIC_RELEASE);
 	}
+out:
 	pthread_mutex_unlock(&P.sw_lock);
+	free(sorted);
 	return rc;
+}
+
+void presto_switches_prune(const struct xtab *xt)
+{
+	pthread_mutex_lock(&P.sw_lock);
+	unsigned w = 0;
+	for (unsigned i = 0; i < P.noff; i++)
+		if (xtab_by_id(xt, P.off_ids[i]))
+			P.off_ids[w++] = P.off_ids[i];
+	__atomic_store_n(&P.noff, w, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&P.sw_lock);
 }
 
 void presto_write_verf(uint8_t out[8], bool logged)
@@ -2419,6 +2464,7 @@ static bool export_mark_ok(const struct xexport *xe, bool quiet)
  * presto is off for because their root takes no mark */
 static void unmarked_publish(uint32_t *ids, size_t n)
 {
+	qsort(ids, n, sizeof(*ids), id_cmp);	/* unmarked_locked looks them up */
 	pthread_mutex_lock(&P.sw_lock);
 	uint32_t *old = P.unmarked_ids;
 	P.unmarked_ids = ids;
@@ -3440,6 +3486,12 @@ void presto_close(void)
 	M.v = NULL;
 	M.n = 0;
 	pthread_mutex_unlock(&M.lock);
+	pthread_mutex_lock(&P.sw_lock);
+	free(P.off_ids);
+	P.off_ids = NULL;
+	P.off_cap = 0;
+	__atomic_store_n(&P.noff, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&P.sw_lock);
 }
 
 /* ---- statistics ---- */

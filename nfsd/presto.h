@@ -113,9 +113,13 @@ bool presto_logs(const struct xexport *xe);
 /* presto_unmarked -- whether export id's root took no mark (no extended
  * attributes, or read-only): presto is off for it whatever the switches. */
 bool presto_unmarked(uint32_t export_id);
-/* presto_set_export -- the run-time switch for export id (on: true). Turning
- * it off flushes the log first. Returns 0 or -errno. */
-int presto_set_export(uint32_t export_id, bool on);
+/* presto_set_exports -- the run-time switch for n exports by id (on: true).
+ * Turning them off flushes the log first, once. No bound on how many are
+ * off. Returns 0 or -errno (then none was switched). */
+int presto_set_exports(const uint32_t *ids, size_t n, bool on);
+/* presto_switches_prune -- forget the switches of exports not in xt (a
+ * reload dropped them: one added again later starts with presto on). */
+void presto_switches_prune(const struct xtab *xt);
 /* presto_write_verf -- the write verifier: the log's boot epoch (or a random
  * value per start without a log), with its top bit flipped for a call that
  * ran with presto off (logged: false). A WRITE answered UNSTABLE with presto

@@ -2727,6 +2727,79 @@ static void test_commit_after_switching_on(void **state)
 	it_rpc_close(rpc);
 }
 
+/* count_presto -- how many exports a control reply lists with "presto"
+ * true and false */
+static void count_presto(const char *buf, int *on, int *off)
+{
+	*on = *off = 0;
+	for (const char *p = buf; (p = strstr(p, "\"presto\":")) != NULL; p++) {
+		p += strlen("\"presto\":");
+		if (!strncmp(p, "true", 4))
+			(*on)++;
+		else if (!strncmp(p, "false", 5))
+			(*off)++;
+	}
+}
+
+static void test_switch_many_exports(void **state)
+{
+	/* `presto -d` with no export switches every export off: with more
+	 * than 256 exports it stopped at the 257th with ENOSPC (a fixed list
+	 * of the exports switched off), the first 256 left off. And the
+	 * exports dropped from the exports file left their place taken. */
+	enum { N = 300 };
+	static struct it_export ex[N];
+	static char names[N][8];
+	static char buf[1 << 20];
+	int on, off;
+
+	(void)state;
+	it_presto_only();
+	it_res_init(&r);
+	it_nvram = nvram_kind;
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "e%d", i);
+		ex[i] = (struct it_export){ names[i], EXPORT_RW };
+	}
+	assert_int_equal(it_server_startv(&srv, ex, N, 0), 0);
+	control("{\"cmd\":\"disable\"}\n", buf, sizeof(buf));
+	if (!strstr(buf, "\"ok\":true"))
+		fail_msg("presto -d of %d exports: %.300s", N, buf);
+	count_presto(buf, &on, &off);
+	assert_int_equal(on, 0);
+	assert_int_equal(off, N);
+	control("{\"cmd\":\"enable\"}\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"ok\":true"));
+	count_presto(buf, &on, &off);
+	assert_int_equal(on, N);
+	assert_int_equal(off, 0);
+	/* one off, the rest on */
+	snprintf(buf, sizeof(buf), "{\"cmd\":\"disable\",\"exports\":[\"%s/e7\"]}\n", srv.dir);
+	control(buf, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"ok\":true"));
+	count_presto(buf, &on, &off);
+	assert_int_equal(on, N - 1);
+	assert_int_equal(off, 1);
+	/* e7 dropped from the exports file, then back: it comes back on, its
+	 * switch gone with it (the list kept it before) */
+	ex[7] = ex[N - 1];
+	assert_int_equal(it_server_reload(&srv, ex, N - 1), 0);
+	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"ok\":true"));
+	control("{\"cmd\":\"exports\"}\n", buf, sizeof(buf));
+	count_presto(buf, &on, &off);
+	assert_int_equal(on, N - 1);
+	assert_int_equal(off, 0);
+	ex[7] = (struct it_export){ names[7], EXPORT_RW };
+	assert_int_equal(it_server_reload(&srv, ex, N), 0);
+	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"ok\":true"));
+	control("{\"cmd\":\"exports\"}\n", buf, sizeof(buf));
+	count_presto(buf, &on, &off);
+	assert_int_equal(on, N);
+	assert_int_equal(off, 0);
+}
+
 static void test_readdir_inline_small_dirs(void **state)
 {
 	/* a listing of a one-block directory runs on the event loop thread
@@ -3907,6 +3980,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_presto_off_change_survives_replay, test_teardown),
 		cmocka_unit_test_teardown(test_reload_to_nopresto_survives_replay, test_teardown),
 		cmocka_unit_test_teardown(test_commit_after_switching_on, test_teardown),
+		cmocka_unit_test_teardown(test_switch_many_exports, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 		cmocka_unit_test_teardown(test_batch_stamps_coalesced, test_teardown),
 		cmocka_unit_test_teardown(test_stamps_before_replies_of_resumed_calls, test_teardown),
