@@ -125,8 +125,10 @@ struct rpc_conn {
 	size_t frag_left;
 	bool last_frag;
 	uint8_t *rec;
-	size_t rec_len, rec_cap;	/* rec_cap: counted in R.rec_mem */
-	uint64_t rec_seq;		/* when its buffer was first taken (R.rec_seq) */
+	size_t rec_len, rec_cap;	/* rec_len: counted in R.rec_mem */
+	/* on R.recs while its record has bytes (loop thread) */
+	bool on_recs;
+	struct rpc_conn *recs_prev, *recs_next;
 	/* lists: connections whose loop reference is held (R.open, loop
 	 * thread only), connections closed but whose loop reference is not yet
 	 * dropped (R.closed, R.conns_lock) */
@@ -182,12 +184,13 @@ static struct {
 	size_t request_memory;		/* calls in flight, all connections (0: no bound) */
 	size_t req_mem;			/* atomic: what they hold (rpc_req.mem) */
 	uint64_t mem_waits;		/* atomic: times reading stopped at request_memory */
-	/* the buffers of records in progress, all connections (atomic: a
-	 * worker may free a closed connection's), held to request_memory
-	 * apart from the calls (conn_rec_room); the order their records
-	 * began in (loop thread), and the connections closed for them */
+	/* the bytes of records in progress, all connections (loop thread;
+	 * atomic for the statistics), held to request_memory apart from the
+	 * calls (conn_rec_room); those connections in the order their
+	 * records began (loop thread), and how many were closed for them */
 	size_t rec_mem;
-	uint64_t rec_seq, rec_evictions;
+	struct rpc_conn *recs_head, *recs_tail;
+	uint64_t rec_evictions;
 	/* connections not read for request_memory (loop thread; each holds a
 	 * reference), and their count (atomic: workers read it) */
 	struct rpc_conn *mem_waiters;
@@ -399,11 +402,30 @@ int rpc_add_listener(struct rpc_listen *l)
 	return 0;
 }
 
-/* conn_rec_free -- drop c's record in progress and its count */
+/* recs_unlink -- c's record in progress leaves R.rec_mem and R.recs (its
+ * buffer stays). Loop thread. */
+static void recs_unlink(struct rpc_conn *c)
+{
+	if (!c->on_recs)
+		return;
+	__atomic_sub_fetch(&R.rec_mem, c->rec_len, __ATOMIC_RELAXED);
+	if (c->recs_prev)
+		c->recs_prev->recs_next = c->recs_next;
+	else
+		R.recs_head = c->recs_next;
+	if (c->recs_next)
+		c->recs_next->recs_prev = c->recs_prev;
+	else
+		R.recs_tail = c->recs_prev;
+	c->recs_prev = c->recs_next = NULL;
+	c->on_recs = false;
+}
+
+/* conn_rec_free -- drop c's record in progress, its buffer and its count.
+ * Loop thread. */
 static void conn_rec_free(struct rpc_conn *c)
 {
-	if (c->rec_cap)
-		__atomic_sub_fetch(&R.rec_mem, c->rec_cap, __ATOMIC_RELAXED);
+	recs_unlink(c);
 	free(c->rec);
 	c->rec = NULL;
 	c->rec_len = c->rec_cap = 0;
@@ -420,7 +442,7 @@ static void conn_put(struct rpc_conn *c)
 		free(o);
 	}
 	free(c->held);
-	conn_rec_free(c);
+	free(c->rec);	/* none: reap_closed freed it (and its count, on R.recs) */
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -500,6 +522,9 @@ static void reap_closed(void)
 			R.open = c->open_next;
 		if (c->open_next)
 			c->open_next->open_prev = c->open_prev;
+		/* its input is never read again: the buffer and its count go
+		 * now, not when a worker drops the last reference */
+		conn_rec_free(c);
 		conn_put(c);
 		c = next;
 	}
@@ -935,6 +960,7 @@ static int conn_record(struct rpc_conn *c)
 	struct rpc_req *req = calloc(1, sizeof(*req));
 	bool full;
 
+	recs_unlink(c);	/* whole: a call's now, or dropped */
 	if (!req) {
 		/* Out of memory: drop the call; the client retransmits. */
 		c->rec_len = 0;
@@ -962,7 +988,6 @@ static int conn_record(struct rpc_conn *c)
 	req->peerlen = c->peerlen;
 	req->t_recv_ns = rpc_now_ns();
 	req->mem = malloc_usable_size(c->rec) + sizeof(*req);
-	__atomic_sub_fetch(&R.rec_mem, c->rec_cap, __ATOMIC_RELAXED);
 	c->rec = NULL;
 	c->rec_len = c->rec_cap = 0;
 	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
@@ -1022,15 +1047,21 @@ static int conn_hold(struct rpc_conn *c, const uint8_t *p, size_t n)
 }
 
 /*
- * conn_rec_room -- whether c's record in progress may take more bytes of
- * buffer: the records in progress of all connections stay under
- * request_memory. Over it, the connection whose record began first is
- * closed, and its buffer freed, until they fit: a client that trickles a
- * record (1 KiB/s keeps it past record_timeout) cannot pin one buffer of
- * up to RPC_MAX_RECORD per connection, thousands of them; a record that
- * comes at the speed of the network is not the oldest for long. false: c
- * is that connection (the caller closes it). Loop thread.
+ * conn_rec_room -- make room for more bytes of c's record in progress: the
+ * bytes of all connections' records in progress stay under request_memory.
+ * Over it, the connection whose record in progress began first is closed
+ * and its buffer freed, until they fit: a client that trickles a record
+ * (1 KiB/s keeps it past record_timeout) cannot pin most of RPC_MAX_RECORD
+ * on each of thousands of connections, and a record that comes at the
+ * network's speed is not the oldest for long. Bytes are counted as they
+ * come, not at the mark, so marks alone cost no one a connection. Among
+ * the oldest few, one with no call in flight and no reply queued goes
+ * first (closing a busy one drops its replies, and its client's
+ * retransmissions come from another port, past the DRC). false: c is the
+ * one to go (the caller closes it). Loop thread.
  */
+#define RPC_RECS_SPARE 8	/* how many of the oldest are looked at for an idle one */
+
 static bool conn_rec_room(struct rpc_conn *c, size_t more)
 {
 	static long tok;
@@ -1038,21 +1069,37 @@ static bool conn_rec_room(struct rpc_conn *c, size_t more)
 
 	while (R.request_memory &&
 	       __atomic_load_n(&R.rec_mem, __ATOMIC_RELAXED) + more > R.request_memory) {
-		struct rpc_conn *v = c->rec_cap ? c : NULL;
-		for (struct rpc_conn *o = R.open; o; o = o->open_next)
-			if (o->rec_cap && (!v || o->rec_seq < v->rec_seq))
+		struct rpc_conn *v = R.recs_head;
+		int k = 0;
+		for (struct rpc_conn *o = R.recs_head; o && k < RPC_RECS_SPARE; o = o->recs_next, k++) {
+			pthread_mutex_lock(&o->lock);
+			bool idle = o->closed || (!o->inflight && !o->out_head);
+			pthread_mutex_unlock(&o->lock);
+			if (idle) {
 				v = o;
-		__atomic_add_fetch(&R.rec_evictions, 1, __ATOMIC_RELAXED);
-		if (log_ratelimited(&tok))
-			log_warnx("closing connection from %s: its record in progress is the oldest "
-				  "while all connections' hold request_memory",
-				  addr_to_string((const struct sockaddr *)&(v ? v : c)->peer, a,
-						 sizeof(a)));
-		if (!v || v == c)
-			return false;
+				break;
+			}
+		}
+		if (!v)
+			v = c;	/* cannot be: c's record alone is under the bound */
 		pthread_mutex_lock(&v->lock);
-		conn_close_locked(v);
+		bool was_closed = v->closed;
 		pthread_mutex_unlock(&v->lock);
+		if (!was_closed) {
+			__atomic_add_fetch(&R.rec_evictions, 1, __ATOMIC_RELAXED);
+			if (log_ratelimited(&tok))
+				log_warnx("closing connection from %s: its record in progress is the "
+					  "oldest while all connections' hold request_memory",
+					  addr_to_string((const struct sockaddr *)&v->peer, a,
+							 sizeof(a)));
+		}
+		if (v == c)
+			return false;
+		if (!was_closed) {
+			pthread_mutex_lock(&v->lock);
+			conn_close_locked(v);
+			pthread_mutex_unlock(&v->lock);
+		}
 		conn_rec_free(v);	/* its input is never read again */
 	}
 	return true;
@@ -1088,21 +1135,29 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 				size_t cap = c->rec_len + c->frag_left;
 				if (cap < 2 * c->rec_cap)
 					cap = 2 * c->rec_cap < RPC_MAX_RECORD ? 2 * c->rec_cap : RPC_MAX_RECORD;
-				if (!conn_rec_room(c, cap - c->rec_cap))
-					return -2;
 				uint8_t *nb = realloc(c->rec, cap ? cap : 1);
 				if (!nb)
 					return -1;
-				if (!c->rec_cap)
-					c->rec_seq = ++R.rec_seq;
-				__atomic_add_fetch(&R.rec_mem, cap - c->rec_cap, __ATOMIC_RELAXED);
 				c->rec = nb;
 				c->rec_cap = cap;
 			}
 		}
 		size_t k = c->frag_left < n ? c->frag_left : n;
-		if (k)		/* an empty fragment may come before any buffer */
+		if (k) {	/* an empty fragment may come before any buffer */
+			if (!conn_rec_room(c, k))
+				return -2;
 			memcpy(c->rec + c->rec_len, p, k);
+			if (!c->on_recs) {
+				c->on_recs = true;
+				c->recs_prev = R.recs_tail;
+				if (R.recs_tail)
+					R.recs_tail->recs_next = c;
+				else
+					R.recs_head = c;
+				R.recs_tail = c;
+			}
+			__atomic_add_fetch(&R.rec_mem, k, __ATOMIC_RELAXED);
+		}
 		c->rec_len += k;
 		c->frag_left -= k;
 		p += k;

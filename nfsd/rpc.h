@@ -89,10 +89,11 @@ struct rpc_limits {
 	 * (each stops after its record in progress) until the calls are down
 	 * to half of it. Calls wait for workers (an fsync, a READ from the
 	 * disk), and each connection may have RPC_MAX_INFLIGHT of them: 256
-	 * WRITEs of 1 MiB a client. The records in progress (their buffers,
-	 * up to RPC_MAX_RECORD each) are held to it apart: a buffer that would
-	 * bring them over it closes the connection whose record in progress
-	 * began first, until it fits. */
+	 * WRITEs of 1 MiB a client. The bytes of the records in progress (up
+	 * to RPC_MAX_RECORD each) are held to it apart: bytes that would bring
+	 * them over it close the connection whose record in progress began
+	 * first (one with no call in flight, among the oldest few), until they
+	 * fit. */
 	size_t request_memory;
 	/* a connection with no call in flight, no output queued and nothing
 	 * heard from its client for this long is closed (knfsd: 6 minutes) */

@@ -2457,39 +2457,49 @@ static void test_reset_while_input_held(void **state)
 	assert_int_equal(it_server_stop(s), 0);
 }
 
-/* test_records_in_progress_bound -- records in progress hold their buffers
- * (the whole fragment's size, taken at its mark): 20 connections that each
- * announce a record of 1 MiB and send all of it but its last byte would
- * keep 20 MiB, and a client that then sends a byte a second... a thousand
- * connections, a gigabyte. Under --request-memory (8M), the record that
- * would bring them over it closes the connection whose record began
- * first: the first 12 go, the last 8 stay, and the server serves on. */
+/* test_records_in_progress_bound -- records in progress hold their bytes
+ * until they end: connections that each send all of a 1 MiB record but its
+ * last byte (then a byte a second would keep them past record_timeout)
+ * would keep a megabyte each, a thousand connections a gigabyte. Under
+ * --request-memory (8M) the bytes that would bring them over it close the
+ * connection whose record began first, sparing one with a call in flight
+ * (closing it would drop its reply): of 1 busy and 20 idle connections,
+ * the first 13 idle ones go. Marks alone cost nothing. */
 static void test_records_in_progress_bound(void **state)
 {
 	enum { CONNS = 20, LEN = 1 << 20, KEPT = 8 };
 	static const char *const extra[] = { "--request-memory", "8M", NULL };
 	static unsigned char data[LEN];
 	struct it_server *s = &own;
-	struct it_fh root_fh;
-	int fd[CONNS];
+	struct it_fh root_fh, f;
+	int fd[CONNS], marks[10];
+	uint32_t mark = htonl((uint32_t)LEN);	/* not the last fragment */
 
 	it_presto_only();
 	(void)state;
+	signal(SIGIO, SIG_IGN);	/* the lease break's signal */
 	own_start(s, extra, &root_fh);
 	it_fill(data, sizeof(data), 17);
-	uint32_t mark = htonl((uint32_t)LEN);	/* not the last fragment */
-	for (int k = 0; k < CONNS; k++) {
-		fd[k] = it_tcp_connect(NULL, 0, s->nfs_port);
-		assert_true(fd[k] >= 0);
+	/* busy: a WRITE in flight (its file's open waits for the lease), then
+	 * the oldest record in progress */
+	int lfd = leased(s, &root_fh, "busy", &f);
+	int busy = it_tcp_connect(NULL, 0, s->nfs_port);
+	assert_true(busy >= 0);
+	send_n(busy, 0, &f, 1);
+	wait_held(s, 1u << 20, 2u << 20);
+	for (int k = -1; k < CONNS; k++) {
+		int c = k < 0 ? busy : (fd[k] = it_tcp_connect(NULL, 0, s->nfs_port));
+		assert_true(c >= 0);
 		/* the mark and LEN - 1 bytes of its fragment (the server reads
 		 * them before the next connection starts: records begin in
 		 * this order) */
-		assert_int_equal(it_send_all(fd[k], &mark, 4), 0);
-		assert_int_equal(it_send_all(fd[k], data, LEN - 1), 0);
+		assert_int_equal(it_send_all(c, &mark, 4), 0);
+		assert_int_equal(it_send_all(c, data, LEN - 1), 0);
 		unsigned long long held = 0, closes = 0;
+		unsigned long long recs = (unsigned long long)(k + 2 < KEPT ? k + 2 : KEPT);
+		unsigned long long want = recs * (LEN - 1);
+		unsigned long long want_closes = k + 2 <= KEPT ? 0 : (unsigned long long)(k + 2 - KEPT);
 		long long t0 = now_ms();
-		unsigned long long want = (unsigned long long)(k < KEPT ? k + 1 : KEPT) * LEN;
-		unsigned long long want_closes = k < KEPT ? 0 : (unsigned long long)(k + 1 - KEPT);
 		for (;;) {
 			closes = loop_stat(s, "record_memory_closes");
 			held = loop_stat(s, "record_bytes");
@@ -2500,23 +2510,81 @@ static void test_records_in_progress_bound(void **state)
 		if (held != want || closes != want_closes)
 			fail_msg("after %d connections the records in progress hold %llu bytes "
 				 "(want %llu), %llu connections closed for them (want %llu)",
-				 k + 1, held, want, closes, want_closes);
+				 k + 2, held, want, closes, want_closes);
 	}
-	assert_int_equal(loop_stat(s, "record_memory_closes"), CONNS - KEPT);
 	for (int k = 0; k < CONNS; k++) {
-		int closed = it_wait_closed(fd[k], k < CONNS - KEPT ? 2000 : 50);
-		if (closed != (k < CONNS - KEPT))
+		bool old = k < CONNS + 1 - KEPT;
+		int closed = it_wait_closed(fd[k], old ? 2000 : 50);
+		if (closed != old)
 			fail_msg("connection %d (records began in order): %s", k,
 				 closed ? "closed, but its record is among the newest"
 					: "open, but its record is among the oldest");
 	}
-	/* the server serves on, a new call's record among those in progress */
+	if (it_wait_closed(busy, 50))
+		fail_msg("the oldest record's connection, with a call in flight, was closed");
+	/* record marks alone take nothing */
+	for (int k = 0; k < 10; k++) {
+		marks[k] = it_tcp_connect(NULL, 0, s->nfs_port);
+		assert_true(marks[k] >= 0);
+		assert_int_equal(it_send_all(marks[k], &mark, 4), 0);
+	}
+	usleep(200 * 1000);
+	assert_int_equal(loop_stat(s, "record_memory_closes"), CONNS + 1 - KEPT);
+	assert_int_equal(loop_stat(s, "record_bytes"), KEPT * (LEN - 1ull));
+	for (int k = 0; k < 10; k++)
+		assert_int_equal(it_wait_closed(marks[k], 20), 0);
+	/* a connection reset while a call of its is in flight: its record's
+	 * bytes go when the loop lets the connection go, not when the call
+	 * ends (they stayed counted, and on no connection that could be
+	 * closed for them: every new record closed its own) */
+	int busy2 = it_tcp_connect(NULL, 0, s->nfs_port);
+	long long t0;
+	assert_true(busy2 >= 0);
+	{
+		/* a WRITE of 4 KiB: its record takes the room of one old one */
+		static struct it_buf h;
+		size_t off = 0;
+		int done = 0;
+		t0 = now_ms();
+		while (!done && now_ms() - t0 < 5000)
+			if (!send_writes(busy2, 1, &f, data, 4096, &h, &off, &done))
+				usleep(1000);
+		assert_int_equal(done, 1);
+	}
+	wait_held(s, (1u << 20) + 4096, 2u << 20);
+	assert_int_equal(it_send_all(busy2, &mark, 4), 0);
+	assert_int_equal(it_send_all(busy2, data, LEN - 1), 0);
+	t0 = now_ms();
+	while (loop_stat(s, "record_memory_closes") != CONNS + 2 - KEPT && now_ms() - t0 < 5000)
+		usleep(5000);
+	assert_int_equal(loop_stat(s, "record_memory_closes"), CONNS + 2 - KEPT);
+	struct linger lg = { 1, 0 };
+	setsockopt(busy2, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(busy2);	/* RST */
+	t0 = now_ms();
+	while (loop_stat(s, "record_bytes") != (KEPT - 1) * (LEN - 1ull) && now_ms() - t0 < 5000)
+		usleep(5000);
+	assert_int_equal(loop_stat(s, "record_bytes"), (KEPT - 1) * (LEN - 1ull));
+	for (int k = 0; k < 3; k++) {
+		struct rpc_context *n = it_rpc_connect(s, IT_NFS_PROG, 3);
+		assert_non_null(n);
+		assert_int_equal(it_getattr(n, &root_fh, &r), NFS3_OK);
+		it_rpc_close(n);
+	}
+	/* the lease given back: the busy connection's WRITE is answered */
+	assert_int_equal(fcntl(lfd, F_SETLEASE, F_UNLCK), 0);
+	close(lfd);
+	expect_ok(busy, 1);
+	/* the server serves on (busy2's WRITE went with its connection) */
 	struct rpc_context *c = it_rpc_connect(s, IT_NFS_PROG, 3);
 	assert_non_null(c);
 	assert_int_equal(it_getattr(c, &root_fh, &r), NFS3_OK);
 	it_rpc_close(c);
 	for (int k = 0; k < CONNS; k++)
 		close(fd[k]);
+	for (int k = 0; k < 10; k++)
+		close(marks[k]);
+	close(busy);
 	assert_true(it_server_alive(s));
 	assert_int_equal(it_server_stop(s), 0);
 }
