@@ -3421,7 +3421,8 @@ int presto_open(const struct presto_conf *pc, struct xtab *xt)
 	if (nvlog_max_payload(P.log) < need) {
 		log_warnx("NVRAM log %s is too small: a record holds at most %zu bytes, a WRITE of "
 			  "%u bytes needs %zu. Format it anew, 8 MiB or more (presto-log format "
-			  "--force PATH SIZE; it holds no live record now)",
+			  "--force PATH SIZE; it holds no change now, at most the duplicate "
+			  "request cache's entries)",
 			  pc->nvram, nvlog_max_payload(P.log), (unsigned)NFSD_MAX_IO, need);
 		nvlog_close(P.log, true);
 		P.log = NULL;

@@ -2749,7 +2749,7 @@ static void test_switch_many_exports(void **state)
 	 * exports dropped from the exports file left their place taken. */
 	enum { N = 300 };
 	static struct it_export ex[N];
-	static char names[N][8];
+	static char names[N][16];
 	static char buf[1 << 20];
 	int on, off;
 
