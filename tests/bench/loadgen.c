@@ -17,8 +17,8 @@
  * percentile is exact to within 1/64 of its value).
  *
  * Ops: null, getattr (of the root), lookup (cycling over 64 names),
- * read and write (4 KiB at a random 4 KiB-aligned offset of a 1 MiB file of
- * each connection; write asks FILE_SYNC), create (a CREATE UNCHECKED of a name
+ * read and write (4 KiB, or -b bytes, at a random offset aligned to that
+ * size in a 1 MiB file of each connection; write asks FILE_SYNC), create (a CREATE UNCHECKED of a name
  * of the slot, then the REMOVE of it: one pair is one operation).
  * What an op needs is set up before it runs and removed at the end (-k keeps
  * it).
@@ -61,8 +61,8 @@
 #include <nfsc/libnfs-raw-mount.h>
 #include <nfsc/libnfs-raw-nfs.h>
 
-#define LOADGEN_IO_SIZE 4096
-#define LOADGEN_FILE_SIZE (1024 * 1024)
+#define LOADGEN_IO_SIZE 4096		/* READ and WRITE, unless -b */
+#define LOADGEN_FILE_SIZE (1024 * 1024)	/* the most -b takes */
 #define LOADGEN_SETUP_CHUNK (32 * 1024)
 #define LOADGEN_NAMES 64
 #define LOADGEN_MAX_CONNS 256
@@ -166,7 +166,8 @@ static int ntargets;
  * connections run only while it is (rpc_service is called for it alone) */
 static struct loadgen_target *T;
 static char lookup_names[LOADGEN_NAMES][64];
-static char write_buf[LOADGEN_IO_SIZE];
+static char write_buf[LOADGEN_FILE_SIZE];
+static uint32_t io_size = LOADGEN_IO_SIZE;	/* -b */
 
 static uint64_t now_ns(void)
 {
@@ -354,7 +355,7 @@ static void read_cb(struct rpc_context *rpc, int status, void *data,
 	(void)rpc;
 	if (!rpc_failed(status, data, "READ") &&
 	    !nfs_failed(res->status, "READ")) {
-		if (res->READ3res_u.resok.count != LOADGEN_IO_SIZE)
+		if (res->READ3res_u.resok.count != io_size)
 			run_error("READ: short read of %u bytes",
 			    res->READ3res_u.resok.count);
 		else
@@ -372,7 +373,7 @@ static void write_cb(struct rpc_context *rpc, int status, void *data,
 	(void)rpc;
 	if (!rpc_failed(status, data, "WRITE") &&
 	    !nfs_failed(res->status, "WRITE")) {
-		if (res->WRITE3res_u.resok.count != LOADGEN_IO_SIZE)
+		if (res->WRITE3res_u.resok.count != io_size)
 			run_error("WRITE: short write of %u bytes",
 			    res->WRITE3res_u.resok.count);
 		else if (res->WRITE3res_u.resok.committed != FILE_SYNC)
@@ -447,9 +448,8 @@ static void slot_send(struct loadgen_slot *s)
 		READ3args a;
 
 		a.file = c->file;
-		a.offset = (conn_rand(c) % (LOADGEN_FILE_SIZE / LOADGEN_IO_SIZE)) *
-		    LOADGEN_IO_SIZE;
-		a.count = LOADGEN_IO_SIZE;
+		a.offset = (conn_rand(c) % (LOADGEN_FILE_SIZE / io_size)) * io_size;
+		a.count = io_size;
 		rc = rpc_nfs3_read_async(rpc, read_cb, &a, s);
 		break;
 	}
@@ -457,11 +457,10 @@ static void slot_send(struct loadgen_slot *s)
 		WRITE3args a;
 
 		a.file = c->file;
-		a.offset = (conn_rand(c) % (LOADGEN_FILE_SIZE / LOADGEN_IO_SIZE)) *
-		    LOADGEN_IO_SIZE;
-		a.count = LOADGEN_IO_SIZE;
+		a.offset = (conn_rand(c) % (LOADGEN_FILE_SIZE / io_size)) * io_size;
+		a.count = io_size;
 		a.stable = FILE_SYNC;
-		a.data.data_len = LOADGEN_IO_SIZE;
+		a.data.data_len = io_size;
 		a.data.data_val = write_buf;
 		rc = rpc_nfs3_write_async(rpc, write_cb, &a, s);
 		break;
@@ -656,12 +655,12 @@ static void report(struct loadgen_target *t, enum loadgen_op op)
 	json_string(stdout, t->host);
 	printf(",\"export\":");
 	json_string(stdout, t->export);
-	printf(",\"conns\":%d,\"depth\":%d,\"warmup_s\":%g,\"seconds\":%g,"
+	printf(",\"io_size\":%u,\"conns\":%d,\"depth\":%d,\"warmup_s\":%g,\"seconds\":%g,"
 	    "\"slices\":%d,\"ops\":%" PRIu64 ",\"ops_per_s\":%.1f,"
 	    "\"mean_us\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
 	    "\"p999_us\":%.1f,\"max_us\":%.1f,"
 	    "\"errors\":%" PRIu64 ",\"failed\":%s,\"first_error\":",
-	    cfg.conns, cfg.depth, cfg.warmup, t->measured_s, t->slices, r->ops,
+	    io_size, cfg.conns, cfg.depth, cfg.warmup, t->measured_s, t->slices, r->ops,
 	    ops_s, mean, p50, p99, p999, (double)r->lat_max / 1e3, r->errors,
 	    t->failed ? "true" : "false");
 	json_string(stdout, r->first_error);
@@ -1007,10 +1006,11 @@ static void usage(void)
 	fprintf(stderr,
 	    "usage: loadgen -H host -n nfsport -m mountport -e /export [-l label]\n"
 	    "               [-c conns] [-d depth] [-t seconds] [-w warmup]\n"
-	    "               [-o op[,op..]] [-k]\n"
+	    "               [-o op[,op..]] [-k] [-b bytes]\n"
 	    "       loadgen [-H host] -T label:nfsport:mountport:/export\n"
 	    "               [-T ...] [-s slice] [the options above]\n"
 	    "ops: null getattr lookup read write create (CREATE+REMOVE)\n"
+	    "-b: the size of a READ or WRITE (4096; a divisor of 1 MiB)\n"
 	    "-T, once per server: the servers take turns in slices of\n"
 	    "   -s seconds (0.25) until each had -t seconds\n");
 	exit(2);
@@ -1138,7 +1138,7 @@ int main(int argc, char **argv)
 	const char *host = "127.0.0.1";
 	pid_t pid = getpid();
 
-	while ((opt = getopt(argc, argv, "H:n:m:e:c:d:t:w:o:l:kT:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "H:n:m:e:c:d:t:w:o:l:kT:s:b:")) != -1) {
 		switch (opt) {
 		case 'H': host = optarg; break;
 		case 'n': one.nfs_port = atoi(optarg); break;
@@ -1153,6 +1153,7 @@ int main(int argc, char **argv)
 		case 'k': cfg.keep = 1; break;
 		case 'T': parse_target(optarg); break;
 		case 's': cfg.slice = atof(optarg); break;
+		case 'b': io_size = (uint32_t)strtoul(optarg, NULL, 10); break;
 		default: usage();
 		}
 	}
@@ -1175,7 +1176,8 @@ int main(int argc, char **argv)
 	if (optind != argc ||
 	    cfg.conns < 1 || cfg.conns > LOADGEN_MAX_CONNS ||
 	    cfg.depth < 1 || cfg.depth > LOADGEN_MAX_DEPTH ||
-	    !(cfg.seconds > 0) || cfg.warmup < 0 || !(cfg.slice > 0))
+	    !(cfg.seconds > 0) || cfg.warmup < 0 || !(cfg.slice > 0) ||
+	    io_size < 1 || io_size > LOADGEN_FILE_SIZE || LOADGEN_FILE_SIZE % io_size)
 		usage();
 	nops = parse_ops(oplist, ops);
 
