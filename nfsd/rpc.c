@@ -140,6 +140,8 @@ struct rpc_conn {
  * rate (bytes a second) at least since a sweep first saw it */
 #define RPC_RECORD_MIN_RATE 1024u
 #define RPC_BUSY_POLL_NS (100 * 1000)
+/* a fragment's rest at least this long is read into its record directly */
+#define RPC_DIRECT_MIN (32 * 1024)
 /* the idle sweep runs every quarter of the shortest timeout, within these */
 #define RPC_SWEEP_MIN_NS (100 * 1000 * 1000ull)
 #define RPC_SWEEP_MAX_NS (5 * 1000 * 1000 * 1000ull)
@@ -1105,6 +1107,43 @@ static bool conn_rec_room(struct rpc_conn *c, size_t more)
 	return true;
 }
 
+/*
+ * conn_took -- k more bytes of the current fragment are in c->rec (room
+ * made by conn_rec_room): count them, and at the fragment's end cut the
+ * record if it was the last. Returns 0, 1 when a record was cut and c is
+ * now paused (conn_record's "full"), -1 on a framing error (an empty
+ * call), -3 when c was closed under the record.
+ */
+static int conn_took(struct rpc_conn *c, size_t k)
+{
+	if (k) {
+		if (!c->on_recs) {
+			c->on_recs = true;
+			c->recs_prev = R.recs_tail;
+			if (R.recs_tail)
+				R.recs_tail->recs_next = c;
+			else
+				R.recs_head = c;
+			R.recs_tail = c;
+		}
+		__atomic_add_fetch(&R.rec_mem, k, __ATOMIC_RELAXED);
+	}
+	c->rec_len += k;
+	c->frag_left -= k;
+	if (c->frag_left > 0)
+		return 0;
+	c->mark_got = 0;
+	if (!c->last_frag)
+		return 0;
+	if (c->rec_len == 0)
+		return -1;	/* an empty call is garbage */
+	c->nrec++;
+	int st = conn_record(c);
+	if (st < 0)
+		return -3;
+	return st > 0 ? 1 : 0;
+}
+
 /* conn_input -- consume n bytes of the stream; returns -1 on a framing error
  * (the caller closes the connection), -2 when c's record would take more
  * memory than records in progress may (conn_rec_room closed the others it
@@ -1143,41 +1182,25 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 			}
 		}
 		size_t k = c->frag_left < n ? c->frag_left : n;
-		if (k) {	/* an empty fragment may come before any buffer */
-			if (!conn_rec_room(c, k))
-				return -2;
+		/* an empty fragment may come before any buffer */
+		if (k && !conn_rec_room(c, k))
+			return -2;
+		if (k)
 			memcpy(c->rec + c->rec_len, p, k);
-			if (!c->on_recs) {
-				c->on_recs = true;
-				c->recs_prev = R.recs_tail;
-				if (R.recs_tail)
-					R.recs_tail->recs_next = c;
-				else
-					R.recs_head = c;
-				R.recs_tail = c;
-			}
-			__atomic_add_fetch(&R.rec_mem, k, __ATOMIC_RELAXED);
-		}
-		c->rec_len += k;
-		c->frag_left -= k;
+		int st = conn_took(c, k);
 		p += k;
 		n -= k;
-		if (c->frag_left == 0) {
-			c->mark_got = 0;
-			if (c->last_frag) {
-				if (c->rec_len == 0)
-					return -1;	/* an empty call is garbage */
-				c->nrec++;
-				int st = conn_record(c);
-				if (st < 0)
-					return 0;	/* closed: the rest is not run */
-				bool full = st > 0;
-				if (n > 0 && (full || __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >=
-							      RPC_MAX_QUEUED)) {
-					int rc = conn_hold(c, p, n);
-					if (rc <= 0)
-						return rc;
-				}
+		if (st == -1)
+			return -1;
+		if (st == -3)
+			return 0;	/* closed: the rest is not run */
+		if (st == 1 || (st == 0 && c->frag_left == 0 && c->last_frag)) {
+			/* a record was cut */
+			if (n > 0 && (st == 1 || __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >=
+							 RPC_MAX_QUEUED)) {
+				int rc = conn_hold(c, p, n);
+				if (rc <= 0)
+					return rc;
 			}
 		}
 	}
@@ -1187,10 +1210,23 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 static void conn_readable(struct rpc_conn *c)
 {
 	for (int i = 0; i < 16; i++) {
-		ssize_t n = read(c->ep.fd, R.stage, sizeof(R.stage));
+		/* the rest of a long fragment is read straight into its
+		 * record's buffer (taken whole at the mark): a 1 MiB WRITE is
+		 * not copied once more through the stage. Shorter ones, and
+		 * marks, go through the stage: one read takes many calls. */
+		bool direct = c->mark_got == 4 && c->frag_left >= RPC_DIRECT_MIN;
+		size_t want = direct ? c->frag_left : sizeof(R.stage);
+		ssize_t n = read(c->ep.fd, direct ? c->rec + c->rec_len : R.stage, want);
 		if (n > 0) {
 			c->heard = true;
-			int irc = conn_input(c, R.stage, (size_t)n);
+			int irc;
+			if (direct) {
+				irc = conn_rec_room(c, (size_t)n) ? conn_took(c, (size_t)n) : -2;
+				if (irc == 1 || irc == -3)
+					irc = 0;	/* paused or closed: the check below stops */
+			} else {
+				irc = conn_input(c, R.stage, (size_t)n);
+			}
 			if (irc == -2)
 				goto close;	/* conn_rec_room said why */
 			if (irc < 0) {
@@ -1201,7 +1237,7 @@ static void conn_readable(struct rpc_conn *c)
 						  addr_to_string((const struct sockaddr *)&c->peer, a, sizeof(a)), RPC_MAX_RECORD);
 				goto close;
 			}
-			if ((size_t)n < sizeof(R.stage) || c->held_len)
+			if ((size_t)n < want || c->held_len)
 				return;
 			pthread_mutex_lock(&c->lock);
 			/* close_after: conn_record refused a call (a failed

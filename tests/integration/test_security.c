@@ -1270,6 +1270,68 @@ static void test_record_empty_and_split(void **state)
 			assert_int_equal(seen[i], 1);
 	}
 	close(fd);
+
+	/* a WRITE of 200 KiB in three fragments of 40 KiB, 100 KiB and the
+	 * rest, and a GETATTR right behind it in the same send: the long
+	 * fragments are read into the record directly (RPC_DIRECT_MIN), and
+	 * each read stops at its fragment's end; the file gets the data */
+	fd = it_tcp_connect(NULL, 0, srv.nfs_port);
+	assert_true(fd >= 0);
+	{
+		enum { LEN = 200 << 10 };	/* the whole in an it_buf */
+		static unsigned char data[LEN];
+		static struct it_buf w, all;
+		struct it_fh f;
+		size_t cuts[4];
+
+		it_fill(data, sizeof(data), 23);
+		assert_int_equal(it_write_file(it_path(&srv, "split"), "", 0, 0644), 0);
+		assert_int_equal(it_lookup(rpc, &root, "split", &r), NFS3_OK);
+		f = r.fh;
+		it_buf_reset(&w);
+		it_put_call(&w, 0x3d01, 2, IT_NFS_PROG, 3, NFS3_WRITE, IT_AUTH_SYS, 0, 0);
+		it_put_fh(&w, &f);
+		it_put64(&w, 0);
+		it_put32(&w, LEN);
+		it_put32(&w, FILE_SYNC);
+		it_put_opaque(&w, data, LEN);
+		cuts[0] = 0;
+		cuts[1] = 40 << 10;
+		cuts[2] = 140 << 10;
+		cuts[3] = w.len;
+		it_buf_reset(&all);
+		for (int k = 0; k < 3; k++) {
+			uint32_t v = (uint32_t)(cuts[k + 1] - cuts[k]) | (k == 2 ? 0x80000000u : 0);
+			it_put32(&all, v);
+			memcpy(all.b + all.len, w.b + cuts[k], cuts[k + 1] - cuts[k]);
+			all.len += cuts[k + 1] - cuts[k];
+		}
+		it_buf_reset(&call);
+		it_put_call(&call, 0x3d02, 2, IT_NFS_PROG, 3, NFS3_GETATTR, IT_AUTH_SYS, 0, 0);
+		it_put_fh(&call, &f);
+		it_put32(&all, 0x80000000u | (uint32_t)call.len);
+		memcpy(all.b + all.len, call.b, call.len);
+		all.len += call.len;
+		assert_int_equal(it_send_all(fd, all.b, all.len), 0);
+		int seen2[2] = { 0 };	/* in either order: the WRITE may wait on a worker */
+		for (int i = 0; i < 2; i++) {
+			assert_true(it_recv_record(fd, &reply, IT_TIMEOUT_MS) > 0);
+			assert_int_equal(it_parse_reply(&reply, &rep), 0);
+			assert_true(rep.xid == 0x3d01 || rep.xid == 0x3d02);
+			seen2[rep.xid - 0x3d01]++;
+			assert_int_equal(rep.accept_stat, SUCCESS);
+			assert_int_equal(it_get32(&reply), NFS3_OK);
+		}
+		assert_int_equal(seen2[0], 1);
+		assert_int_equal(seen2[1], 1);
+		size_t got = 0;
+		char *back = it_read_file(it_path(&srv, "split"), &got);
+		assert_non_null(back);
+		assert_int_equal(got, LEN);
+		assert_memory_equal(back, data, LEN);
+		free(back);
+	}
+	close(fd);
 	assert_alive();
 }
 
