@@ -75,13 +75,15 @@ presto-off|presto|rw,insecure,no_root_squash,nopresto|
 async|presto|rw,insecure,no_root_squash,async|
 ganesha|ganesha||"}
 
-# Tests, one a line: op conns depth (ops: see loadgen's usage).
+# Tests, one a line: op conns depth [bytes of a READ or WRITE, 4096 if not
+# given] (ops: see loadgen's usage).
 TESTS=${PRESTO_BENCH_TESTS:-"null 4 16
 getattr 4 16
 lookup 4 16
 read 4 16
 write 1 1
 write 4 8
+write 4 2 1048576
 create 1 1
 create 4 8"}
 
@@ -193,7 +195,7 @@ round=1
 while [ "$round" -le "$ROUNDS" ]; do
 	order="$running"
 	[ $((round % 2)) -eq 0 ] && order="$work/running.rev"
-	while read -r op c dep; do
+	while read -r op c dep size; do
 		[ -n "$op" ] || continue
 		set --
 		while IFS='|' read -r label kind nfs_port mount_port export_path handle; do
@@ -203,10 +205,10 @@ while [ "$round" -le "$ROUNDS" ]; do
 			set -- "$@" -T "$label:$nfs_port:$mount_port:$export_path"
 		done <"$order"
 		[ $# -gt 0 ] || continue
-		"$LOADGEN" -H 127.0.0.1 "$@" -c "$c" -d "$dep" \
+		"$LOADGEN" -H 127.0.0.1 "$@" -c "$c" -d "$dep" -b "${size:-4096}" \
 		    -t "$SECONDS_PER_TEST" -s "$SLICE" -w "$WARMUP" -o "$op" \
 		    </dev/null >"$work/one.json" ||
-		    echo "bench-nfsd: loadgen $op ${c}x$dep failed on a server (its row says which)" >&2
+		    echo "bench-nfsd: loadgen $op ${c}x$dep ${size:-4096} failed on a server (its row says which)" >&2
 		# the round goes with the result: targets pair servers by it
 		sed "s/^{/{\"round\":$round,/" "$work/one.json" >>"$raw"
 	done <<EOF
@@ -255,8 +257,8 @@ servers.sort(key=lambda s: order.index(s["label"]) if s["label"] in order else 9
 rows = []
 for line in tests.splitlines():
     f = line.split()
-    if len(f) == 3:
-        rows.append((f[0], int(f[1]), int(f[2])))
+    if len(f) in (3, 4):
+        rows.append((f[0], int(f[1]), int(f[2]), int(f[3]) if len(f) == 4 else 4096))
 
 doc = {
     "bench": "nfsd",
@@ -273,10 +275,12 @@ with open(out, "w") as f:
     json.dump(doc, f, indent=1)
     f.write("\n")
 
-def find(label, op, c, d):
+def key(r):
+    return (r["label"], r["op"], r["conns"], r["depth"], r.get("io_size", 4096))
+
+def find(label, op, c, d, b=4096):
     """the median run of a test on a server, a failed run if all failed"""
-    runs = [r for r in results
-            if (r["label"], r["op"], r["conns"], r["depth"]) == (label, op, c, d)]
+    runs = [r for r in results if key(r) == (label, op, c, d, b)]
     ok = sorted((r for r in runs if not r["failed"]),
                 key=lambda r: r["ops_per_s"])
     if ok:
@@ -308,14 +312,21 @@ for l in labels:
 head += ["%s/%s" % (l, baseline) for l in others]
 print("| " + " | ".join(head) + " |")
 print("|" + "|".join(["---"] * len(head)) + "|")
-for op, c, d in rows:
-    cells = [op if op != "create" else "create+remove", "%dx%d" % (c, d)]
+def op_name(op, b):
+    name = op if op != "create" else "create+remove"
+    if b != 4096:
+        name += " %s" % ("%d MiB" % (b >> 20) if b % (1 << 20) == 0 else
+                         "%d KiB" % (b >> 10) if b % 1024 == 0 else "%d B" % b)
+    return name
+
+for op, c, d, sz in rows:
+    cells = [op_name(op, sz), "%dx%d" % (c, d)]
     for l in labels:
-        r = find(l, op, c, d)
+        r = find(l, op, c, d, sz)
         cells += [ops_cell(l, r), lat_cell(r)]
-    b = find(baseline, op, c, d)
+    b = find(baseline, op, c, d, sz)
     for l in others:
-        r = find(l, op, c, d)
+        r = find(l, op, c, d, sz)
         if r and b and not r["failed"] and not b["failed"] and b["ops_per_s"] > 0:
             cells.append("%.2f" % (r["ops_per_s"] / b["ops_per_s"]))
         else:
@@ -325,8 +336,8 @@ print()
 # Information, not assertions: issue 2's targets.
 for l in others:
     ahead = total = 0
-    for op, c, d in rows:
-        r, b = find(l, op, c, d), find(baseline, op, c, d)
+    for op, c, d, sz in rows:
+        r, b = find(l, op, c, d, sz), find(baseline, op, c, d, sz)
         if r and b and not r["failed"] and not b["failed"]:
             total += 1
             ahead += r["ops_per_s"] > b["ops_per_s"]
@@ -341,8 +352,7 @@ for l in labels:
 # test follow each other), then the median of the rounds' ratios: the
 # machine's speed drifts between rounds more than the ratio under test.
 def runs_of(label, op, c, d):
-    return [r for r in results
-            if (r["label"], r["op"], r["conns"], r["depth"]) == (label, op, c, d)]
+    return [r for r in results if key(r) == (label, op, c, d, 4096)]
 
 def paired(a, b, op, c, d, f):
     ra = {r.get("round"): r for r in runs_of(a, op, c, d)}
@@ -366,7 +376,7 @@ targets = [
 ]
 if "presto-on" in labels:
     for op, c, d, other, f, cmp, want, what in targets:
-        if other not in labels or (op, c, d) not in rows:
+        if other not in labels or (op, c, d, 4096) not in rows:
             continue
         v = paired("presto-on", other, op, c, d, f)
         if not v:
