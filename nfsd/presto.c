@@ -1331,6 +1331,7 @@ bool presto_unmarked(uint32_t export_id)
 int presto_set_exports(const uint32_t *ids, size_t n, bool on)
 {
 	uint32_t *sorted = NULL;	/* switching on: ids, to look up */
+	struct xtab *x = NULL;
 	int rc = 0;
 
 	if (on && n) {
@@ -1361,11 +1362,17 @@ int presto_set_exports(const uint32_t *ids, size_t n, bool on)
 			P.off_ids = v;
 			P.off_cap = cap;
 		}
+		/* only exports of the table in force: a reload (SIGHUP, on
+		 * another thread) may have dropped one and pruned the switches
+		 * since the caller chose the exports; its switch would outlive
+		 * the prune, and the export come back off when added again */
+		x = xtab_get();	/* under sw_lock: before the prune, or the new table */
 		unsigned k = P.noff;
 		for (size_t i = 0; i < n; i++)
-			if (!id_in(P.off_ids, P.noff, ids[i]))
+			if (!id_in(P.off_ids, P.noff, ids[i]) && (!x || xtab_by_id(x, ids[i])))
 				P.off_ids[k++] = ids[i];
-		qsort(P.off_ids, k, sizeof(*P.off_ids), id_cmp);
+		if (k > 1)	/* off_ids may still be NULL with k == 0 */
+			qsort(P.off_ids, k, sizeof(*P.off_ids), id_cmp);
 		unsigned w = 0;	/* an id named twice in ids counts once */
 		for (unsigned i = 0; i < k; i++)
 			if (!w || P.off_ids[w - 1] != P.off_ids[i])
@@ -1380,6 +1387,8 @@ int presto_set_exports(const uint32_t *ids, size_t n, bool on)
 	}
 out:
 	pthread_mutex_unlock(&P.sw_lock);
+	if (x)
+		xtab_put(x);
 	free(sorted);
 	return rc;
 }

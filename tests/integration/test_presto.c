@@ -2800,6 +2800,23 @@ static void test_switch_many_exports(void **state)
 	assert_int_equal(off, 0);
 }
 
+static void test_disable_with_no_exports(void **state)
+{
+	/* no export left (a reload), nothing ever switched off: "disable" of
+	 * none handed qsort the list's NULL (UBSan stopped the server) */
+	char buf[4096];
+
+	(void)state;
+	start_logged(EXPORT_RW, NULL);
+	assert_int_equal(it_server_reload(&srv, NULL, 0), 0);
+	control("{\"cmd\":\"reload\"}\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"ok\":true"));
+	control("{\"cmd\":\"disable\"}\n", buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\"ok\":true"));
+	control("{\"cmd\":\"ping\"}\n", buf, sizeof(buf));	/* still there */
+	assert_non_null(strstr(buf, "\"ok\":true"));
+}
+
 static void test_readdir_inline_small_dirs(void **state)
 {
 	/* a listing of a one-block directory runs on the event loop thread
@@ -3981,6 +3998,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_reload_to_nopresto_survives_replay, test_teardown),
 		cmocka_unit_test_teardown(test_commit_after_switching_on, test_teardown),
 		cmocka_unit_test_teardown(test_switch_many_exports, test_teardown),
+		cmocka_unit_test_teardown(test_disable_with_no_exports, test_teardown),
 		cmocka_unit_test_teardown(test_changes_inline_or_deferred, test_teardown),
 		cmocka_unit_test_teardown(test_batch_stamps_coalesced, test_teardown),
 		cmocka_unit_test_teardown(test_stamps_before_replies_of_resumed_calls, test_teardown),
