@@ -1153,7 +1153,14 @@ int main(int argc, char **argv)
 		case 'k': cfg.keep = 1; break;
 		case 'T': parse_target(optarg); break;
 		case 's': cfg.slice = atof(optarg); break;
-		case 'b': io_size = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 'b': {
+			char *end;
+			unsigned long long b = strtoull(optarg, &end, 10);
+			if (*end || b > LOADGEN_FILE_SIZE)
+				usage();	/* also what would wrap */
+			io_size = (uint32_t)b;
+			break;
+		}
 		default: usage();
 		}
 	}
