@@ -1028,6 +1028,9 @@ static int drc_relog(bool *room)
 	if (d.err < 0) {
 		errno = -d.err;
 		log_warn("recovery: logging the duplicate request cache again");
+	} else {
+		log_info("recovery: %llu duplicate request cache entr%s logged again (%s the trim)",
+			 (unsigned long long)d.n, d.n == 1 ? "y" : "ies", *room ? "before" : "after");
 	}
 	return d.err;
 }

@@ -2388,6 +2388,8 @@ static void test_drc_survives_two_crashes(void **state)
 	start_logged(EXPORT_RW, replay_always_no_destage);
 	int sport = remove_victim(0x7e5a0000u + (uint32_t)(getpid() & 0xffff), 46000, &call, &reply);
 	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
+	if (!log_says(&srv, "1 duplicate request cache entry logged again (before the trim)"))
+		fail_msg("the first recovery did not say it logged the REMOVE's entry again");
 	assert_int_equal(it_server_restart(&srv, SIGKILL), 0);
 	int st = retransmit(sport, &call, &reply);
 	if (st != NFS3_OK)
