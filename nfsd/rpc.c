@@ -1071,22 +1071,22 @@ static bool conn_rec_room(struct rpc_conn *c, size_t more)
 
 	while (R.request_memory &&
 	       __atomic_load_n(&R.rec_mem, __ATOMIC_RELAXED) + more > R.request_memory) {
-		struct rpc_conn *v = R.recs_head;
+		struct rpc_conn *v = NULL;	/* the oldest, unless an idle one follows */
+		bool was_closed = false;
 		int k = 0;
 		for (struct rpc_conn *o = R.recs_head; o && k < RPC_RECS_SPARE; o = o->recs_next, k++) {
 			pthread_mutex_lock(&o->lock);
-			bool idle = o->closed || (!o->inflight && !o->out_head);
+			bool closed = o->closed, idle = closed || (!o->inflight && !o->out_head);
 			pthread_mutex_unlock(&o->lock);
-			if (idle) {
+			if (!v || idle) {
 				v = o;
-				break;
+				was_closed = closed;
 			}
+			if (idle)
+				break;
 		}
 		if (!v)
 			v = c;	/* cannot be: c's record alone is under the bound */
-		pthread_mutex_lock(&v->lock);
-		bool was_closed = v->closed;
-		pthread_mutex_unlock(&v->lock);
 		if (!was_closed) {
 			__atomic_add_fetch(&R.rec_evictions, 1, __ATOMIC_RELAXED);
 			if (log_ratelimited(&tok))
@@ -1110,9 +1110,9 @@ static bool conn_rec_room(struct rpc_conn *c, size_t more)
 /*
  * conn_took -- k more bytes of the current fragment are in c->rec (room
  * made by conn_rec_room): count them, and at the fragment's end cut the
- * record if it was the last. Returns 0, 1 when a record was cut and c is
- * now paused (conn_record's "full"), -1 on a framing error (an empty
- * call), -3 when c was closed under the record.
+ * record if it was the last. Returns 0 (no record cut), 1 (a record cut),
+ * 2 (a record cut, and c is now paused: conn_record's "full"), -1 on a
+ * framing error (an empty call), -3 when c was closed under the record.
  */
 static int conn_took(struct rpc_conn *c, size_t k)
 {
@@ -1141,7 +1141,7 @@ static int conn_took(struct rpc_conn *c, size_t k)
 	int st = conn_record(c);
 	if (st < 0)
 		return -3;
-	return st > 0 ? 1 : 0;
+	return st > 0 ? 2 : 1;
 }
 
 /* conn_input -- consume n bytes of the stream; returns -1 on a framing error
@@ -1194,14 +1194,11 @@ static int conn_input(struct rpc_conn *c, const uint8_t *p, size_t n)
 			return -1;
 		if (st == -3)
 			return 0;	/* closed: the rest is not run */
-		if (st == 1 || (st == 0 && c->frag_left == 0 && c->last_frag)) {
-			/* a record was cut */
-			if (n > 0 && (st == 1 || __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >=
-							 RPC_MAX_QUEUED)) {
-				int rc = conn_hold(c, p, n);
-				if (rc <= 0)
-					return rc;
-			}
+		if (st > 0 && n > 0 &&
+		    (st == 2 || __atomic_load_n(&c->out_bytes, __ATOMIC_RELAXED) >= RPC_MAX_QUEUED)) {
+			int rc = conn_hold(c, p, n);	/* a record was cut, and c paused */
+			if (rc <= 0)
+				return rc;
 		}
 	}
 	return 0;
@@ -1222,7 +1219,7 @@ static void conn_readable(struct rpc_conn *c)
 			int irc;
 			if (direct) {
 				irc = conn_rec_room(c, (size_t)n) ? conn_took(c, (size_t)n) : -2;
-				if (irc == 1 || irc == -3)
+				if (irc > 0 || irc == -3)
 					irc = 0;	/* paused or closed: the check below stops */
 			} else {
 				irc = conn_input(c, R.stage, (size_t)n);
