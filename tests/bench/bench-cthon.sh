@@ -47,6 +47,19 @@
 #                         client's 3 s attribute and negative-name cache) or
 #                         libnfs (libnfs's sync API, which walks every path
 #                         from the root)
+#   PRESTO_CTHON_SPIN     microseconds the nfs3 clients poll without
+#                         sleeping after a call (cthon -p; 0: they sleep at
+#                         once; libnfs's client ignores it). A client asleep
+#                         when its reply comes pays the wake-up of this VM's
+#                         halted vCPU, 12-18 us on some calls and not others
+#                         (see bench-nfsd.sh, PRESTO_BENCH_SPIN), which sets
+#                         rows of one call at a time such as Setattr. Not
+#                         the default here: with 100, five columns taking
+#                         turns, Setattr took 0.026 s for presto on against
+#                         0.078 without, but Create 0.027-0.044 for presto on
+#                         and async against 0.006, while a server alone gave
+#                         Create 0.005 s spinning and 0.012-0.016 sleeping;
+#                         not understood yet
 #   PRESTO_BENCH_DIR      where the exports go ($PRESTO_TOP/var, a disk
 #                         filesystem; never /dev/shm); each export is a
 #                         fresh ext4 in an image file there, loop-mounted
@@ -71,6 +84,7 @@ ROUNDS=${PRESTO_CTHON_ROUNDS:-1}
 WHAT=${PRESTO_CTHON_WHAT:-basic,tar,postmark}
 REPEAT=${PRESTO_CTHON_REPEAT:-5}
 CLIENT=${PRESTO_CTHON_CLIENT:-nfs3}
+SPIN=${PRESTO_CTHON_SPIN:-0}
 # Ganesha's fixed ports: 20090-20099 belong to this benchmark.
 GANESHA_NFS_PORT=20090
 GANESHA_MNT_PORT=20091
@@ -133,7 +147,7 @@ while IFS='|' read -r label kind opts flags; do
 	case "$kind" in
 	presto)
 		if bench_start_presto "$d" "$opts" "$flags"; then
-			target="-c $CLIENT -n $nfs_port -m $mount_port -e $d/export"
+			target="-c $CLIENT -p $SPIN -n $nfs_port -m $mount_port -e $d/export"
 			handle=$bench_pid
 		fi
 		;;
@@ -143,7 +157,7 @@ while IFS='|' read -r label kind opts flags; do
 		if sh "$top/tests/bench/ganesha.sh" start "$d/ganesha" "$d/export" \
 		    "$GANESHA_NFS_PORT" "$GANESHA_MNT_PORT" </dev/null 2>"$d/ganesha.err"; then
 			handle="$d/ganesha"
-			target="-c $CLIENT -n $GANESHA_NFS_PORT -m $GANESHA_MNT_PORT -e $d/export"
+			target="-c $CLIENT -p $SPIN -n $GANESHA_NFS_PORT -m $GANESHA_MNT_PORT -e $d/export"
 		else
 			start_error="ganesha did not start: $(tail -n 3 "$d/ganesha.err" | tr '\n' ' ')"
 		fi
@@ -219,10 +233,10 @@ bench_stop_all "$running"
 
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out="$PRESTO_RESULTS/cthon-$stamp.json"
-python3 - "$raw" "$out" "$stamp" "$COLUMNS" "$ROUNDS" "$REPEAT" "$CLIENT" <<'PY'
+python3 - "$raw" "$out" "$stamp" "$COLUMNS" "$ROUNDS" "$REPEAT" "$CLIENT" "$SPIN" <<'PY'
 import json, os, platform, statistics, sys
 
-raw, out, stamp, columns, rounds, repeat, client = sys.argv[1:8]
+raw, out, stamp, columns, rounds, repeat, client, spin_us = sys.argv[1:9]
 runs = [json.loads(l) for l in open(raw) if l.strip()]
 cols = [c.split("|") for c in columns.splitlines() if c.strip()]
 labels = [c[0] for c in cols]
@@ -233,7 +247,7 @@ doc = {
                 "kernel": platform.release()},
     "rounds": int(rounds),
     "repeat": int(repeat),
-    "client": client,
+    "client": client, "client_spin_us": float(spin_us),
     "columns": [{"label": c[0], "kind": c[1], "export_options": c[2],
                  "flags": c[3] if len(c) > 3 else ""} for c in cols],
     "runs": runs,
@@ -278,8 +292,9 @@ def ratio(off, on):
     return "%.1fx" % (off / on)
 
 print("Connectathon basic tests (default parameters), seconds, lower is better;"
-      " NFS client: %s; each row the median of %s runs of the suite, the columns"
-      " taking turns" % (client, repeat))
+      " NFS client: %s (polling %s us after a call before it sleeps); each row"
+      " the median of %s runs of the suite, the columns taking turns" %
+      (client, spin_us, repeat))
 print()
 head = ["test"] + ["%s (s)" % names.get(l, l) for l in labels]
 if have_ratio:

@@ -41,6 +41,21 @@
 #                          2-second run per server and round, and from 0.90
 #                          to 1.09 (all but two of ten within 0.03 of 1)
 #                          in slices)
+#   PRESTO_BENCH_SPIN      microseconds loadgen polls without sleeping
+#                          after a reply (loadgen -p; 100, as the
+#                          server's loop; 0: it sleeps in poll() at once).
+#                          This machine's idle vCPU halts at once, and the
+#                          wake-up of a client asleep when its reply comes
+#                          costs 12-18 us that fell on presto on's WRITE
+#                          1x1 replies in some runs and not in others (p50
+#                          26 or 38-46 us against async's 25-27): a
+#                          measure of the client's vCPU, not of the
+#                          server. Spinning, WRITE 1x1 p50 was 12.5-13.0 us
+#                          for presto on and 11.7-12.1 for async; in a run
+#                          of 3 rounds WRITE 4x8 was 14-18% faster for
+#                          every server than in the last make bench, and
+#                          CREATE+REMOVE 4x8 5-6% slower for presto on and
+#                          async (the client's core is busy the longer)
 #   PRESTO_BENCH_SERVERS   server rows, see SERVERS
 #   PRESTO_BENCH_TESTS     test rows, see TESTS
 #   PRESTO_BENCH_BASELINE  label of the server the ratios divide by (ganesha)
@@ -91,6 +106,7 @@ SECONDS_PER_TEST=${PRESTO_BENCH_SECONDS:-1.5}
 SLICE=${PRESTO_BENCH_SLICE:-0.25}
 ROUNDS=${PRESTO_BENCH_ROUNDS:-9}
 WARMUP=${PRESTO_BENCH_WARMUP:-0.5}
+SPIN=${PRESTO_BENCH_SPIN:-100}
 BASELINE=${PRESTO_BENCH_BASELINE:-ganesha}
 # Ganesha's fixed ports: 20050-20059 belong to this benchmark.
 GANESHA_NFS_PORT=20050
@@ -206,7 +222,7 @@ while [ "$round" -le "$ROUNDS" ]; do
 		done <"$order"
 		[ $# -gt 0 ] || continue
 		"$LOADGEN" -H 127.0.0.1 "$@" -c "$c" -d "$dep" -b "${size:-4096}" \
-		    -t "$SECONDS_PER_TEST" -s "$SLICE" -w "$WARMUP" -o "$op" \
+		    -t "$SECONDS_PER_TEST" -s "$SLICE" -w "$WARMUP" -p "$SPIN" -o "$op" \
 		    </dev/null >"$work/one.json" ||
 		    echo "bench-nfsd: loadgen $op ${c}x$dep ${size:-4096} failed on a server (its row says which)" >&2
 		# the round goes with the result: targets pair servers by it
@@ -245,11 +261,11 @@ bench_stop_all "$running"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out="$PRESTO_RESULTS/nfsd-$stamp.json"
 python3 - "$raw" "$servers_file" "$out" "$BASELINE" "$SECONDS_PER_TEST" \
-    "$WARMUP" "$stamp" "$TESTS" "$SERVERS" "$ROUNDS" "$SLICE" <<'PY'
+    "$WARMUP" "$stamp" "$TESTS" "$SERVERS" "$ROUNDS" "$SLICE" "$SPIN" <<'PY'
 import json, os, platform, statistics, sys
 
 (raw, servers_file, out, baseline, seconds, warmup, stamp, tests,
- server_rows, rounds, slice_s) = sys.argv[1:12]
+ server_rows, rounds, slice_s, spin_us) = sys.argv[1:13]
 results = [json.loads(l) for l in open(raw) if l.strip()]
 servers = [json.loads(l) for l in open(servers_file) if l.strip()]
 order = [r.split("|")[0] for r in server_rows.splitlines() if r.strip()]
@@ -266,7 +282,7 @@ doc = {
     "machine": {"hostname": platform.node(), "nproc": os.cpu_count(),
                 "kernel": platform.release()},
     "seconds": float(seconds), "warmup_s": float(warmup), "slice_s": float(slice_s),
-    "rounds": int(rounds),
+    "rounds": int(rounds), "client_spin_us": float(spin_us),
     "baseline": baseline,
     "servers": servers,
     "results": results,
@@ -392,10 +408,11 @@ for s in servers:
         print("%s: failed: %s" % (s["label"], s["error"]))
 print("%s s per test and server, the servers taking turns every %s s, after"
       " %s s of warm-up%s; latency in microseconds;"
-      " client and servers share this %d-core machine." %
+      " client and servers share this %d-core machine; the client polls"
+      " %s us after a reply before it sleeps (loadgen -p)." %
       (seconds, slice_s, warmup,
        ", median of %s rounds" % rounds if int(rounds) > 1 else "",
-       os.cpu_count()))
+       os.cpu_count(), spin_us))
 print("results: %s" % out)
 PY
 rc=$?

@@ -3,6 +3,7 @@
  *
  *   loadgen -H host -n nfsport -m mountport -e /export [-c conns] [-d depth]
  *           [-t seconds] [-w warmup] [-o op[,op..]] [-l label] [-k]
+ *           [-b bytes] [-p usecs]
  *   loadgen [-H host] -T label:nfsport:mountport:/export [-T ...] [-s slice]
  *           [the options above but -n, -m, -e, -l]
  *
@@ -22,6 +23,17 @@
  * of the slot, then the REMOVE of it: one pair is one operation).
  * What an op needs is set up before it runs and removed at the end (-k keeps
  * it).
+ *
+ * -p: after each reply (and at a window's start) the client polls its
+ * connections without sleeping for that many microseconds before it sleeps
+ * in poll() again, as presto-nfsd's event loop does after a batch (0, the
+ * default: it always sleeps). On a VM whose idle vCPU halts at once
+ * (haltpoll with guest_halt_poll_ns=0) the wake-up of a client asleep when
+ * the reply comes is a VM exit of 12-18 us that lands on some replies and
+ * not others, depending on how long the server took: at one call in flight
+ * it, not the server, would set the p50. Spinning, the client measures the
+ * servers' latency; it costs a core while a call is out, so `make bench`
+ * uses it (bench-nfsd.sh, PRESTO_BENCH_SPIN).
  *
  * Every reply's status is checked: an RPC failure, an NFS error or a reply
  * that is short (READ/WRITE count) or less stable than asked (WRITE) counts
@@ -48,6 +60,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -152,6 +165,7 @@ static struct {
 	double warmup;
 	double slice;
 	int keep;
+	uint64_t spin_ns;	/* -p */
 } cfg = {
 	.conns = 4,
 	.depth = 16,
@@ -508,12 +522,13 @@ static int run_window(struct loadgen_target *t, enum loadgen_op op,
     uint64_t warm, uint64_t measure)
 {
 	struct pollfd pfd[LOADGEN_MAX_CONNS];
-	uint64_t t0, now;
-	int i, j, n;
+	uint64_t t0, now, heard;
+	int i, j, n, ready;
 
 	T = t;
 	T->run.op = op;
 	t0 = now_ns();
+	heard = t0;
 	T->run.measure_start = t0 + warm;
 	T->run.measure_end = T->run.measure_start + measure;
 	for (i = 0; i < cfg.conns; i++)
@@ -543,10 +558,16 @@ static int run_window(struct loadgen_target *t, enum loadgen_op op,
 			    loadgen_op_names[op]);
 			goto failed;
 		}
-		if (poll(pfd, (nfds_t)n, 10) < 0 && errno != EINTR) {
+		/* sleep only once -p has passed without a reply */
+		ready = poll(pfd, (nfds_t)n, now - heard < cfg.spin_ns ? 0 : 10);
+		if (ready < 0 && errno != EINTR) {
 			run_error("poll: %s", strerror(errno));
 			goto failed;
 		}
+		if (ready > 0)
+			heard = now;
+		else if (ready == 0 && now - heard < cfg.spin_ns)
+			sched_yield();	/* a thread of the server's waits for a CPU */
 		n = 0;
 		for (i = 0; i < cfg.conns; i++) {
 			struct loadgen_conn *c = &T->conns[i];
@@ -655,12 +676,13 @@ static void report(struct loadgen_target *t, enum loadgen_op op)
 	json_string(stdout, t->host);
 	printf(",\"export\":");
 	json_string(stdout, t->export);
-	printf(",\"io_size\":%u,\"conns\":%d,\"depth\":%d,\"warmup_s\":%g,\"seconds\":%g,"
+	printf(",\"io_size\":%u,\"spin_us\":%g,\"conns\":%d,\"depth\":%d,"
+	    "\"warmup_s\":%g,\"seconds\":%g,"
 	    "\"slices\":%d,\"ops\":%" PRIu64 ",\"ops_per_s\":%.1f,"
 	    "\"mean_us\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
 	    "\"p999_us\":%.1f,\"max_us\":%.1f,"
 	    "\"errors\":%" PRIu64 ",\"failed\":%s,\"first_error\":",
-	    io_size, cfg.conns, cfg.depth, cfg.warmup, t->measured_s, t->slices, r->ops,
+	    io_size, (double)cfg.spin_ns / 1e3, cfg.conns, cfg.depth, cfg.warmup, t->measured_s, t->slices, r->ops,
 	    ops_s, mean, p50, p99, p999, (double)r->lat_max / 1e3, r->errors,
 	    t->failed ? "true" : "false");
 	json_string(stdout, r->first_error);
@@ -1006,11 +1028,12 @@ static void usage(void)
 	fprintf(stderr,
 	    "usage: loadgen -H host -n nfsport -m mountport -e /export [-l label]\n"
 	    "               [-c conns] [-d depth] [-t seconds] [-w warmup]\n"
-	    "               [-o op[,op..]] [-k] [-b bytes]\n"
+	    "               [-o op[,op..]] [-k] [-b bytes] [-p usecs]\n"
 	    "       loadgen [-H host] -T label:nfsport:mountport:/export\n"
 	    "               [-T ...] [-s slice] [the options above]\n"
 	    "ops: null getattr lookup read write create (CREATE+REMOVE)\n"
 	    "-b: the size of a READ or WRITE (4096; a divisor of 1 MiB)\n"
+	    "-p: poll without sleeping for usecs after a reply (0: never; at most 1 s)\n"
 	    "-T, once per server: the servers take turns in slices of\n"
 	    "   -s seconds (0.25) until each had -t seconds\n");
 	exit(2);
@@ -1138,7 +1161,7 @@ int main(int argc, char **argv)
 	const char *host = "127.0.0.1";
 	pid_t pid = getpid();
 
-	while ((opt = getopt(argc, argv, "H:n:m:e:c:d:t:w:o:l:kT:s:b:")) != -1) {
+	while ((opt = getopt(argc, argv, "H:n:m:e:c:d:t:w:o:l:kT:s:b:p:")) != -1) {
 		switch (opt) {
 		case 'H': host = optarg; break;
 		case 'n': one.nfs_port = atoi(optarg); break;
@@ -1159,6 +1182,14 @@ int main(int argc, char **argv)
 			if (*end || b > LOADGEN_FILE_SIZE)
 				usage();	/* also what would wrap */
 			io_size = (uint32_t)b;
+			break;
+		}
+		case 'p': {
+			char *end;
+			unsigned long long us = strtoull(optarg, &end, 10);
+			if (!*optarg || *end || us > 1000000)
+				usage();
+			cfg.spin_ns = us * 1000;
 			break;
 		}
 		default: usage();

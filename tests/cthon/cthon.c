@@ -45,7 +45,7 @@
  *                              runs every test on both, through both
  *                              clients, and on a local directory; PASS/FAIL
  *                              lines and a final "N passed, N failed"
- *   cthon -t -n PORT -m PORT -e EXPORT [-c nfs3|libnfs] [-r N] [-L LABEL] [-w WHAT]
+ *   cthon -t -n PORT -m PORT -e EXPORT [-c nfs3|libnfs] [-r N] [-L LABEL] [-w WHAT] [-p USECS]
  *   cthon -t -l DIR [-r N] [-L LABEL] [-w WHAT]
  *                              timed (make bench): one JSON object on stdout,
  *                              seconds per basic test row (the median of N
@@ -69,6 +69,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -1736,20 +1737,29 @@ static void ct_raw_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	}
 }
 
+/* -p: seconds the raw client polls without sleeping after it sends a call
+ * (timed mode; as loadgen -p, see tests/bench/loadgen.c: on this VM a client
+ * asleep when its reply comes pays the wake-up of its halted vCPU) */
+static double ct_spin_s;
+
 /* ct_rpc_wait -- run RPC's loop until *done; 0, or -1 on timeout or error */
 static int ct_rpc_wait(struct rpc_context *rpc, const int *done)
 {
-	double deadline = ct_now() + CT_TIMEOUT_MS / 1000.0;
+	double now = ct_now(), deadline = now + CT_TIMEOUT_MS / 1000.0;
+	double spin_end = now + ct_spin_s;
 
 	while (!*done) {
 		struct pollfd p = { .fd = rpc_get_fd(rpc), .events = (short)rpc_which_events(rpc) };
 		int n;
 
-		if (ct_now() > deadline)
+		now = ct_now();
+		if (now > deadline)
 			return -1;
-		n = poll(&p, 1, 100);
+		n = poll(&p, 1, now < spin_end ? 0 : 100);
 		if (n < 0 && errno != EINTR)
 			return -1;
+		if (n == 0 && now < spin_end)
+			sched_yield();	/* a thread of the server's waits for a CPU */
 		if (rpc_service(rpc, n > 0 ? p.revents : 0) < 0)
 			return -1;
 	}
@@ -4500,9 +4510,12 @@ static void ct_usage(void)
 	fprintf(stderr,
 		"usage: cthon [-q]                       functional tests (starts presto-nfsd)\n"
 		"       cthon -t -n NFSPORT -m MNTPORT -e EXPORT [-c nfs3|nfs3-ac|libnfs] [-r N] [-L LABEL] [-w WHAT]\n"
+		"                [-p USECS]\n"
 		"       cthon -t -l DIR [-r N] [-L LABEL] [-w WHAT]\n"
 		"  -r N: the basic suite N times (at most 15), each row's median\n"
-		"  WHAT: a list of basic,tar,postmark (default: all)\n");
+		"  WHAT: a list of basic,tar,postmark (default: all)\n"
+		"  -p USECS: nfs3 clients poll without sleeping that long after a call\n"
+		"            (0, the default: they sleep at once; at most 1 s)\n");
 }
 
 int main(int argc, char **argv)
@@ -4513,7 +4526,7 @@ int main(int argc, char **argv)
 	struct ct_fs fs;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "qtn:m:e:l:L:w:c:r:h")) != -1) {
+	while ((opt = getopt(argc, argv, "qtn:m:e:l:L:w:c:r:p:h")) != -1) {
 		switch (opt) {
 		case 'q': quiet = 1; break;
 		case 't': timed = 1; break;
@@ -4531,6 +4544,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'p': {
+			char *end;
+			long us = strtol(optarg, &end, 10);
+
+			if (!*optarg || *end || us < 0 || us > 1000000) {
+				ct_usage();
+				return 2;
+			}
+			ct_spin_s = (double)us / 1e6;
+			break;
+		}
 		default: ct_usage(); return 2;
 		}
 	}
