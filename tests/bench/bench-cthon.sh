@@ -58,8 +58,12 @@
 #                         turns, Setattr took 0.026 s for presto on against
 #                         0.078 without, but Create 0.027-0.044 for presto on
 #                         and async against 0.006, while a server alone gave
-#                         Create 0.005 s spinning and 0.012-0.016 sleeping;
-#                         not understood yet
+#                         Create 0.005 s spinning and 0.012-0.016 sleeping.
+#                         Not understood yet: it came in most runs with all
+#                         five columns, in two of five with two or three
+#                         (no presto off, no local fs), and with the client
+#                         at nice 19 as well (so not a thread that the
+#                         client's polling starved of a CPU)
 #   PRESTO_BENCH_DIR      where the exports go ($PRESTO_TOP/var, a disk
 #                         filesystem; never /dev/shm); each export is a
 #                         fresh ext4 in an image file there, loop-mounted
