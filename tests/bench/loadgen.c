@@ -26,7 +26,8 @@
  *
  * -p: after each reply (and at a window's start) the client polls its
  * connections without sleeping for that many microseconds before it sleeps
- * in poll() again, as presto-nfsd's event loop does after a batch (0, the
+ * in poll() again, as presto-nfsd's event loop does after a batch, and
+ * yields the CPU between polls to any thread waiting for it (0, the
  * default: it always sleeps). On a VM whose idle vCPU halts at once
  * (haltpoll with guest_halt_poll_ns=0) the wake-up of a client asleep when
  * the reply comes is a VM exit of 12-18 us that lands on some replies and
