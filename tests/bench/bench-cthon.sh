@@ -48,8 +48,9 @@
 #                         libnfs (libnfs's sync API, which walks every path
 #                         from the root)
 #   PRESTO_CTHON_SPIN     microseconds the nfs3 clients poll without
-#                         sleeping after a call (cthon -p; 0: they sleep at
-#                         once; libnfs's client ignores it). A client asleep
+#                         sleeping after a call (cthon -p, an integer,
+#                         0-1000000; 0: they sleep at once; libnfs's
+#                         client ignores it). A client asleep
 #                         when its reply comes pays the wake-up of this VM's
 #                         halted vCPU, 12-18 us on some calls and not others
 #                         (see bench-nfsd.sh, PRESTO_BENCH_SPIN), which sets
@@ -59,11 +60,13 @@
 #                         0.078 without, but Create 0.027-0.044 for presto on
 #                         and async against 0.006, while a server alone gave
 #                         Create 0.005 s spinning and 0.012-0.016 sleeping.
-#                         Not understood yet: it came in most runs with all
-#                         five columns, in two of five with two or three
-#                         (no presto off, no local fs), and with the client
-#                         at nice 19 as well (so not a thread that the
-#                         client's polling starved of a CPU)
+#                         In those runs every call took about 120 us (the
+#                         polling, then a wake-up), as if the server waited
+#                         for the CPU the client polled on: it came in most
+#                         runs with all five columns (the presto off and
+#                         local columns leave the kernel writing back), in
+#                         two of five with two or three, and with the
+#                         client at nice 19 as well
 #   PRESTO_BENCH_DIR      where the exports go ($PRESTO_TOP/var, a disk
 #                         filesystem; never /dev/shm); each export is a
 #                         fresh ext4 in an image file there, loop-mounted
