@@ -35,7 +35,7 @@
  * it, not the server, would set the p50. Spinning, the client measures the
  * servers' latency; it costs a core while a call is out, so `make bench`
  * uses it (bench-nfsd.sh, PRESTO_BENCH_SPIN). It holds only while the
- * server has a CPU of its own: in one of six runs with a third busy thread
+ * server has a CPU of its own: in one of nine runs with a third busy thread
  * on the two cores, every WRITE 1x1 reply came just after the 100 us of
  * polling (p50 113 us for presto on and for async alike, against 12 with
  * the client sleeping).
