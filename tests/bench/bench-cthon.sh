@@ -61,12 +61,17 @@
 #                         and async against 0.006, while a server alone gave
 #                         Create 0.005 s spinning and 0.012-0.016 sleeping.
 #                         In those runs every call took about 120 us (the
-#                         polling, then a wake-up), as if the server waited
-#                         for the CPU the client polled on: it came in most
-#                         runs with all five columns (the presto off and
-#                         local columns leave the kernel writing back), in
-#                         two of five with two or three, and with the
-#                         client at nice 19 as well
+#                         polling, then a wake-up): perf sched showed the
+#                         client and presto-nfsd's event loop, which polls
+#                         100 us after each batch too, on the same CPU
+#                         through the slow Create rows and on different
+#                         CPUs in the fast ones; two pollers on one CPU
+#                         take turns. It came in most runs with all five
+#                         columns (presto off and the local fs leave the
+#                         kernel writing back), in two of five with two or
+#                         three, and with the client at nice 19 as well.
+#                         bench-nfsd's loadgen counts such replies and
+#                         warns (see its PRESTO_BENCH_SPIN)
 #   PRESTO_BENCH_DIR      where the exports go ($PRESTO_TOP/var, a disk
 #                         filesystem; never /dev/shm); each export is a
 #                         fresh ext4 in an image file there, loop-mounted
