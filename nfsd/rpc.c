@@ -36,6 +36,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1595,7 +1596,10 @@ void rpc_run(int (*on_signal)(int signo), unsigned drain_ms)
 		 * wake-up of an idle CPU (tens of microseconds on a VM) is saved
 		 * per call. Bounded: the loop sleeps as soon as it has been idle
 		 * for RPC_BUSY_POLL_NS. */
-		int n = epoll_wait(R.epfd, evs, 64, now < busy_until ? 0 : rpc_sleep_ms(now));
+		bool polling = now < busy_until;
+		int n = epoll_wait(R.epfd, evs, 64, polling ? 0 : rpc_sleep_ms(now));
+		if (n == 0 && polling)
+			sched_yield();	/* a thread sharing this CPU may want it */
 		for (int i = 0; i < n; i++) {
 			struct ep_item *it = evs[i].data.ptr;
 			switch (it->kind) {
