@@ -49,29 +49,18 @@
 #                         from the root)
 #   PRESTO_CTHON_SPIN     microseconds the nfs3 clients poll without
 #                         sleeping after a call (cthon -p, an integer,
-#                         0-1000000; 0: they sleep at once; libnfs's
-#                         client ignores it). A client asleep
-#                         when its reply comes pays the wake-up of this VM's
-#                         halted vCPU, 12-18 us on some calls and not others
-#                         (see bench-nfsd.sh, PRESTO_BENCH_SPIN), which sets
-#                         rows of one call at a time such as Setattr. Not
-#                         the default here: with 100, five columns taking
-#                         turns, Setattr took 0.026 s for presto on against
-#                         0.078 without, but Create 0.027-0.044 for presto on
-#                         and async against 0.006, while a server alone gave
-#                         Create 0.005 s spinning and 0.012-0.016 sleeping.
-#                         In those runs every call took about 120 us (the
-#                         polling, then a wake-up): perf sched showed the
-#                         client and presto-nfsd's event loop, which polls
-#                         100 us after each batch too, on the same CPU
-#                         through the slow Create rows and on different
-#                         CPUs in the fast ones; two pollers on one CPU
-#                         take turns. It came in most runs with all five
-#                         columns (presto off and the local fs leave the
-#                         kernel writing back), in two of five with two or
-#                         three, and with the client at nice 19 as well.
-#                         bench-nfsd's loadgen counts such replies and
-#                         warns (see its PRESTO_BENCH_SPIN)
+#                         0-1000000; 100; 0: they sleep at once; libnfs's
+#                         client ignores it). A client asleep when its reply
+#                         comes pays the wake-up of this VM's halted vCPU,
+#                         12-18 us on some calls and not others (see
+#                         bench-nfsd.sh, PRESTO_BENCH_SPIN), which set rows
+#                         of one call at a time such as Setattr (presto on
+#                         0.078-0.085 s sleeping, 0.025-0.027 polling).
+#                         Until presto-nfsd's event loop yielded between
+#                         its own polls, the client and the loop put on one
+#                         CPU took turns of a whole polling window (every
+#                         call about 120 us: Create 0.027-0.044 s instead of
+#                         0.005 in most runs with all five columns)
 #   PRESTO_BENCH_DIR      where the exports go ($PRESTO_TOP/var, a disk
 #                         filesystem; never /dev/shm); each export is a
 #                         fresh ext4 in an image file there, loop-mounted
@@ -96,7 +85,7 @@ ROUNDS=${PRESTO_CTHON_ROUNDS:-1}
 WHAT=${PRESTO_CTHON_WHAT:-basic,tar,postmark}
 REPEAT=${PRESTO_CTHON_REPEAT:-5}
 CLIENT=${PRESTO_CTHON_CLIENT:-nfs3}
-SPIN=${PRESTO_CTHON_SPIN:-0}
+SPIN=${PRESTO_CTHON_SPIN:-100}
 # Ganesha's fixed ports: 20090-20099 belong to this benchmark.
 GANESHA_NFS_PORT=20090
 GANESHA_MNT_PORT=20091
